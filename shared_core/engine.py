@@ -1,0 +1,404 @@
+"""``MemoryEngine``: the public entry point (sync methods and their ``a``-prefixed async twins).
+
+The engine owns the connection pools, the models and the configuration. Every operation is a
+sans-I/O plan (see :mod:`shared_core.storage.plan`) executed by the sync or the async runner,
+so both faces share one implementation.
+
+>>> with MemoryEngine() as engine:                       # embedded Postgres, default models
+...     ids = engine.retain(["Alice joined Google in March 2021."], bank="demo")
+...     result = engine.recall("Where does Alice work?", bank="demo")
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as _dt
+import threading
+import warnings
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import psycopg
+from pgvector.psycopg import register_vector, register_vector_async
+from psycopg import sql
+from psycopg_pool import AsyncConnectionPool, ConnectionPool
+
+from shared_core.config import DEFAULT_BANK, EngineConfig
+from shared_core.embedding import default_embedder
+from shared_core.errors import ConfigurationError, DimensionMismatchError, HindsightError
+from shared_core.protocols import Embedder, TokenCounter
+from shared_core.retain.plan import RetainRequest, merge_vectors, retain_plan
+from shared_core.retain.prepare import coerce_items, prepare_units
+from shared_core.schema import (
+    apply_migrations,
+    ensure_extensions,
+    schema_dimension,
+    schema_model,
+)
+from shared_core.server import acquire_embedded, normalise_dsn, release_embedded
+from shared_core.storage import queries
+from shared_core.storage.plan import Compute, Plan
+from shared_core.storage.runner import run_async, run_sync
+from shared_core.text import cjk_bigrams
+from shared_core.tokens import default_token_counter
+from shared_core.types import MemoryRecord
+
+__all__ = ["AsyncMemoryEngine", "BankInfo", "BankStats", "MemoryEngine"]
+
+_MAX_BANK_LENGTH = 200
+_SESSION_SETTINGS = sql.SQL(
+    "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', false), "
+    "set_config('hnsw.ef_search', {ef}, false), "
+    "set_config('hnsw.max_scan_tuples', {tuples}, false)")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BankInfo:
+    """A memory bank and the embedding model it was created with."""
+
+    bank: str
+    embedding_model: str
+    embedding_dimension: int
+    created_at: _dt.datetime
+    memory_count: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BankStats:
+    """Row counts of one bank."""
+
+    bank: str
+    memories: int
+    memories_by_type: dict[str, int] = field(default_factory=dict)
+    documents: int = 0
+    chunks: int = 0
+    entities: int = 0
+    links_by_type: dict[str, int] = field(default_factory=dict)
+
+
+def check_bank(bank: str) -> str:
+    if not isinstance(bank, str) or not bank.strip():
+        raise ConfigurationError("bank must be a non-empty string")
+    if len(bank) > _MAX_BANK_LENGTH or "\x00" in bank:
+        raise ConfigurationError(f"bank must be at most {_MAX_BANK_LENGTH} characters, no NUL")
+    return bank
+
+
+def _utcnow() -> _dt.datetime:
+    # Looked up through the module at call time so langchain's mock_now applies.
+    now = _dt.datetime.now(_dt.UTC)
+    return now if now.tzinfo is not None else now.replace(tzinfo=_dt.UTC)
+
+
+class MemoryEngine:
+    """Long-term memory on Postgres + pgvector: ``retain`` memories, ``recall`` them.
+
+    Args:
+        dsn: any libpq DSN or SQLAlchemy-style URL (``postgresql+psycopg://...``). ``None``
+            starts (or reuses) the embedded PostgreSQL 18 + pgvector server.
+        data_dir: the embedded server's data directory (default: the user data dir).
+        embedder: an :class:`~shared_core.protocols.Embedder` (default all-MiniLM-L6-v2).
+        token_counter: a :class:`~shared_core.protocols.TokenCounter` (default cl100k_base).
+        config: an :class:`~shared_core.config.EngineConfig`.
+
+    Naive datetimes given to the engine are taken as UTC. The engine is thread-safe; close it
+    (or use it as a context manager) to release its connections and the embedded server.
+    """
+
+    def __init__(self, dsn: str | None = None, *, data_dir: str | Path | None = None,
+                 embedder: Embedder | None = None, token_counter: TokenCounter | None = None,
+                 config: EngineConfig | None = None, **components: Any) -> None:
+        self.config = config or EngineConfig()
+        self._embedded_path: Path | None = None
+        if dsn is None:
+            self._embedded_path, self.dsn = acquire_embedded(data_dir)
+        else:
+            if data_dir is not None:
+                raise ConfigurationError("pass either dsn= or data_dir= (embedded), not both")
+            self.dsn = normalise_dsn(dsn)
+        self._embedder = embedder
+        self._counter = token_counter
+        self._components = components
+        self._lock = threading.Lock()
+        self._pool: ConnectionPool[Any] | None = None
+        self._async_pools: dict[asyncio.AbstractEventLoop, AsyncConnectionPool[Any]] = {}
+        self._executor: ThreadPoolExecutor | None = None
+        self._closed = False
+
+    # ---------------------------------------------------------------- components
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = default_embedder()
+        return self._embedder
+
+    @property
+    def token_counter(self) -> TokenCounter:
+        if self._counter is None:
+            self._counter = default_token_counter()
+        return self._counter
+
+    # ---------------------------------------------------------------- lifecycle
+    def _bootstrap(self) -> None:
+        dimension = self.embedder.dimension
+        try:
+            with psycopg.connect(self.dsn, autocommit=True) as conn:
+                ensure_extensions(conn)
+                existing = schema_dimension(conn)
+                if existing is not None and existing != dimension:
+                    raise DimensionMismatchError(
+                        bank=None, bank_model=schema_model(conn), bank_dimension=existing,
+                        embedder_model=self.embedder.model_name, embedder_dimension=dimension)
+                conn.autocommit = False
+                apply_migrations(conn, dimension=dimension)
+        except psycopg.OperationalError as exc:
+            raise ConfigurationError(f"cannot connect to Postgres at {self._safe_dsn()}: {exc}"
+                                     ) from exc
+
+    def _session_settings(self) -> sql.Composed:
+        # Iterative scans let a filtered ANN query (bank, fact type, tags) return its full LIMIT
+        # instead of stopping at ef_search candidates.
+        return _SESSION_SETTINGS.format(ef=sql.Literal(str(int(self.config.hnsw_ef_search))),
+                                        tuples=sql.Literal(
+                                            str(int(self.config.hnsw_max_scan_tuples))))
+
+    def _configure_sync(self, conn: psycopg.Connection[Any]) -> None:
+        register_vector(conn)
+        conn.execute(self._session_settings())
+        conn.commit()
+
+    async def _configure_async(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        await register_vector_async(conn)
+        await conn.execute(self._session_settings())
+        await conn.commit()
+
+    def _sync_pool(self) -> ConnectionPool[Any]:
+        if self._closed:
+            raise HindsightError("this engine is closed")
+        if self._pool is None:
+            with self._lock:
+                if self._pool is None:
+                    self._bootstrap()
+                    self._executor = ThreadPoolExecutor(max_workers=4,
+                                                        thread_name_prefix="hindsight")
+                    self._pool = ConnectionPool(
+                        self.dsn, min_size=self.config.pool_min_size,
+                        max_size=self.config.pool_max_size, configure=self._configure_sync,
+                        open=True, name="hindsight")
+        return self._pool
+
+    async def _async_pool(self) -> AsyncConnectionPool[Any]:
+        loop = asyncio.get_running_loop()
+        pool = self._async_pools.get(loop)
+        if pool is None:
+            # Bootstrapping (models, migrations) is blocking work: keep it off the loop.
+            await asyncio.to_thread(self._sync_pool)
+            for stale in [lp for lp in self._async_pools if lp.is_closed()]:
+                del self._async_pools[stale]
+            pool = AsyncConnectionPool(
+                self.dsn, min_size=self.config.pool_min_size,
+                max_size=self.config.pool_max_size, configure=self._configure_async,
+                open=False, name="hindsight-async")
+            await pool.open()
+            self._async_pools[loop] = pool
+        return pool
+
+    def _run(self, plan: Plan[Any]) -> Any:
+        pool = self._sync_pool()
+        assert self._executor is not None
+        return run_sync(pool, plan, executor=self._executor)
+
+    async def _arun(self, plan: Plan[Any]) -> Any:
+        return await run_async(await self._async_pool(), plan)
+
+    def close(self) -> None:
+        """Close the pools and release the embedded server (stopped when no engine uses it)."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._pool is not None:
+            self._pool.close()
+        for loop, pool in list(self._async_pools.items()):
+            if not loop.is_closed() and loop.is_running():
+                # Closing from another loop is not possible; the pool's workers die with it.
+                continue
+            if not loop.is_closed():
+                loop.run_until_complete(pool.close())
+        self._async_pools.clear()
+        if self._executor is not None:
+            self._executor.shutdown(wait=False)
+        if self._embedded_path is not None:
+            release_embedded(self._embedded_path)
+
+    async def aclose(self) -> None:
+        """Async twin of :meth:`close`."""
+        loop = asyncio.get_running_loop()
+        pool = self._async_pools.pop(loop, None)
+        if pool is not None:
+            await pool.close()
+        await asyncio.to_thread(self.close)
+
+    def __enter__(self) -> MemoryEngine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> MemoryEngine:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def __del__(self) -> None:
+        if not getattr(self, "_closed", True):
+            warnings.warn("MemoryEngine was not closed; call close() or use 'with'",
+                          ResourceWarning, stacklevel=1)
+
+    def _safe_dsn(self) -> str:
+        try:
+            info = psycopg.conninfo.conninfo_to_dict(self.dsn)
+        except psycopg.ProgrammingError:
+            return "<unparseable dsn>"
+        info.pop("password", None)
+        return " ".join(f"{k}={v}" for k, v in info.items() if v is not None)
+
+    def __repr__(self) -> str:
+        where = f"embedded at {self._embedded_path}" if self._embedded_path else self._safe_dsn()
+        state = "closed" if self._closed else "open"
+        return f"<MemoryEngine {state} {where}>"
+
+    # ---------------------------------------------------------------- retain
+    def _embed_with_progress(self, texts: list[str], progress: bool
+                             ) -> npt.NDArray[np.float32]:
+        size = self.config.embed_batch_size
+        if not progress or len(texts) <= self.config.progress_threshold:
+            return self.embedder.embed_documents(texts)
+        from tqdm.auto import tqdm
+
+        parts = []
+        with tqdm(total=len(texts), desc="embedding", unit="memory") as bar:
+            for start in range(0, len(texts), size):
+                parts.append(self.embedder.embed_documents(texts[start:start + size]))
+                bar.update(len(parts[-1]))
+        return np.concatenate(parts, axis=0)
+
+    def _prepare_retain(self, items: Sequence[Any], bank: str, document_id: str | None,
+                        progress: bool) -> tuple[RetainRequest, npt.NDArray[np.float32]]:
+        now = _utcnow()
+        validated = coerce_items(items, document_id=document_id)
+        units, chunks = prepare_units(
+            validated, now=now, unit_max_tokens=self.config.unit_max_tokens,
+            window_tokens=self.config.sentence_window_tokens, counter=self.token_counter)
+        vectors = merge_vectors(validated, units,
+                                lambda texts: self._embed_with_progress(texts, progress))
+        replace = sorted({i.document_id for i in validated if i.document_id is not None})
+        request = RetainRequest(
+            bank=bank, items=validated, units=units, chunks=chunks, replace_documents=replace,
+            embedding_model=self.embedder.model_name, ts_config=self.config.ts_config, now=now,
+            signals=["" for _ in units], cjk=[" ".join(cjk_bigrams(u.text)) for u in units])
+        return request, vectors
+
+    def _retain_flow(self, items: Iterable[Any], bank: str, document_id: str | None,
+                     progress: bool) -> Plan[list[str]]:
+        check_bank(bank)
+        materialised = list(items) if not isinstance(items, str | bytes) else items
+        request, vectors = yield Compute(self._prepare_retain,
+                                         (materialised, bank, document_id, progress))
+        ids: list[str] = yield from retain_plan(request, vectors)
+        return ids
+
+    def retain(self, items: Iterable[Any], *, bank: str = DEFAULT_BANK,
+               document_id: str | None = None, progress: bool = True) -> list[str]:
+        """Store memories; return the new memory ids in input order.
+
+        ``items`` are strings, dicts of :class:`~shared_core.types.MemoryItem` fields, or
+        ``MemoryItem`` objects. The call is one transaction: all items land, or none (a bad
+        item raises :class:`~shared_core.errors.InvalidItemError` naming its index). Retaining
+        a ``document_id`` again replaces that document's memories. Items longer than
+        ``config.unit_max_tokens`` are stored whole as a chunk and split into sentence windows.
+
+        >>> engine.retain(["Alice works at Google.",
+        ...                {"text": "Bob moved to Paris.", "tags": ["bob"]}], bank="demo")
+        ['0196...', '0196...']
+        """
+        return self._run(self._retain_flow(items, bank, document_id, progress))  # type: ignore[no-any-return]
+
+    async def aretain(self, items: Iterable[Any], *, bank: str = DEFAULT_BANK,
+                      document_id: str | None = None, progress: bool = True) -> list[str]:
+        """Async twin of :meth:`retain`."""
+        return await self._arun(self._retain_flow(items, bank, document_id, progress))  # type: ignore[no-any-return]
+
+    # ---------------------------------------------------------------- read / delete
+    def get(self, memory_id: str, *, bank: str = DEFAULT_BANK) -> MemoryRecord | None:
+        """The memory with this id in ``bank``, or None."""
+        return self._run(queries.get_plan(check_bank(bank), memory_id))  # type: ignore[no-any-return]
+
+    async def aget(self, memory_id: str, *, bank: str = DEFAULT_BANK) -> MemoryRecord | None:
+        return await self._arun(queries.get_plan(check_bank(bank), memory_id))  # type: ignore[no-any-return]
+
+    def delete(self, ids: Sequence[str] | None = None, *, bank: str = DEFAULT_BANK,
+               document_id: str | None = None) -> int:
+        """Delete memories by id, or a whole document; return how many memories went."""
+        return self._run(queries.delete_plan(check_bank(bank), ids, document_id))  # type: ignore[no-any-return]
+
+    async def adelete(self, ids: Sequence[str] | None = None, *, bank: str = DEFAULT_BANK,
+                      document_id: str | None = None) -> int:
+        return await self._arun(queries.delete_plan(check_bank(bank), ids, document_id))  # type: ignore[no-any-return]
+
+    def banks(self) -> list[BankInfo]:
+        """Every bank in the database."""
+        return [BankInfo(**row) for row in self._run(queries.banks_plan())]
+
+    async def abanks(self) -> list[BankInfo]:
+        return [BankInfo(**row) for row in await self._arun(queries.banks_plan())]
+
+    def stats(self, bank: str = DEFAULT_BANK) -> BankStats:
+        """Row counts for ``bank`` (zeros for a bank that does not exist)."""
+        return BankStats(**self._run(queries.stats_plan(check_bank(bank))))
+
+    async def astats(self, bank: str = DEFAULT_BANK) -> BankStats:
+        return BankStats(**await self._arun(queries.stats_plan(check_bank(bank))))
+
+
+class AsyncMemoryEngine:
+    """Async-first face of :class:`MemoryEngine`: the same engine, coroutine methods.
+
+    >>> async with AsyncMemoryEngine() as engine:
+    ...     await engine.retain(["Alice works at Google."], bank="demo")
+    """
+
+    def __init__(self, dsn: str | None = None, **kwargs: Any) -> None:
+        self.sync = MemoryEngine(dsn, **kwargs)
+
+    async def retain(self, items: Iterable[Any], **kwargs: Any) -> list[str]:
+        return await self.sync.aretain(items, **kwargs)
+
+    async def get(self, memory_id: str, **kwargs: Any) -> MemoryRecord | None:
+        return await self.sync.aget(memory_id, **kwargs)
+
+    async def delete(self, ids: Sequence[str] | None = None, **kwargs: Any) -> int:
+        return await self.sync.adelete(ids, **kwargs)
+
+    async def banks(self) -> list[BankInfo]:
+        return await self.sync.abanks()
+
+    async def stats(self, bank: str = DEFAULT_BANK) -> BankStats:
+        return await self.sync.astats(bank)
+
+    async def close(self) -> None:
+        await self.sync.aclose()
+
+    async def __aenter__(self) -> AsyncMemoryEngine:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:
+        return repr(self.sync).replace("MemoryEngine", "AsyncMemoryEngine", 1)

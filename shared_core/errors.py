@@ -1,0 +1,87 @@
+"""Typed errors raised by hindsight-retrievers.
+
+Every error the library raises on purpose derives from :class:`HindsightError`, so callers can
+catch one type. The tree::
+
+    HindsightError
+    ├── ConfigurationError          bad engine or call configuration (unknown budget, bad DSN, ...)
+    │   └── ExtensionUnavailableError   pgvector (or another extension) cannot be created on the server
+    ├── SchemaError                 the database schema is not what this version expects
+    │   └── DimensionMismatchError      a bank's embedding dimension differs from the embedder's
+    ├── InvalidItemError            an item passed to ``retain`` is malformed (carries its index)
+    ├── InvalidQueryError           a recall query or its options are malformed
+    │   └── InvalidTimeWindowError      a time window whose end is before its start, or naive bounds
+    └── ModelUnavailableError       a required model could not be loaded offline
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigurationError",
+    "DimensionMismatchError",
+    "ExtensionUnavailableError",
+    "HindsightError",
+    "InvalidItemError",
+    "InvalidQueryError",
+    "InvalidTimeWindowError",
+    "ModelUnavailableError",
+    "SchemaError",
+]
+
+
+class HindsightError(Exception):
+    """Root of every error raised on purpose by this library."""
+
+
+class ConfigurationError(HindsightError, ValueError):
+    """The engine or a call was configured with a value it cannot use."""
+
+
+class ExtensionUnavailableError(ConfigurationError):
+    """A Postgres extension the engine needs (pgvector) cannot be created on the server."""
+
+
+class SchemaError(HindsightError):
+    """The database schema does not match what this version of the library expects."""
+
+
+class DimensionMismatchError(SchemaError, ValueError):
+    """A bank was created for one embedding dimension and is used with another."""
+
+    def __init__(self, *, bank: str | None, bank_model: str, bank_dimension: int,
+                 embedder_model: str, embedder_dimension: int) -> None:
+        self.bank = bank
+        self.bank_dimension = bank_dimension
+        self.embedder_dimension = embedder_dimension
+        where = f"bank {bank!r}" if bank is not None else "this database's memory schema"
+        fix = ("use the bank's model or retain into a new bank" if bank is not None else
+               "use a model of that dimension, or another database for this model")
+        super().__init__(
+            f"{where} stores {bank_dimension}-dimensional embeddings from {bank_model!r}, "
+            f"but the embedder {embedder_model!r} produces {embedder_dimension} dimensions; "
+            f"{fix}"
+        )
+
+
+class InvalidItemError(HindsightError, ValueError):
+    """An item passed to ``retain`` is malformed; nothing was written.
+
+    ``index`` is the position of the offending item in the input sequence.
+    """
+
+    def __init__(self, index: int, reason: str) -> None:
+        self.index = index
+        self.reason = reason
+        super().__init__(f"item {index}: {reason}")
+
+
+class InvalidQueryError(HindsightError, ValueError):
+    """A recall query or one of its options is malformed."""
+
+
+class InvalidTimeWindowError(InvalidQueryError):
+    """A time window is malformed (end before start)."""
+
+
+class ModelUnavailableError(HindsightError, RuntimeError):
+    """A required model could not be loaded from local files."""

@@ -1,0 +1,171 @@
+"""The retain plan: embed, then write units (and chunks, documents) in one transaction.
+
+SQL lives beside the code that reads its rows. Rows arrive through ``COPY`` into a staging
+table that is dropped at commit; one ``INSERT ... SELECT`` then computes each unit's
+``search_vector`` inside Postgres, so bulk loads stay one round trip per table.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from shared_core.errors import DimensionMismatchError, InvalidItemError
+from shared_core.retain.prepare import PreparedChunk, PreparedUnit
+from shared_core.storage.plan import Compute, Copy, Plan, Query
+from shared_core.types import MemoryItem
+
+__all__ = ["RetainRequest", "retain_plan"]
+
+UPSERT_BANK = """
+INSERT INTO banks (bank_id, embedding_model, embedding_dimension)
+VALUES (%(bank)s, %(model)s, %(dimension)s)
+ON CONFLICT (bank_id) DO NOTHING"""
+
+# FOR SHARE: a concurrent delete of the bank waits for this retain to land.
+SELECT_BANK = """
+SELECT embedding_model, embedding_dimension FROM banks WHERE bank_id = %(bank)s FOR SHARE"""
+
+# Re-retaining a document replaces it: the cascade removes its units, chunks, links and
+# entity mentions in this same transaction.
+DELETE_DOCUMENTS = """
+DELETE FROM documents WHERE bank_id = %(bank)s AND document_id = ANY(%(document_ids)s)"""
+
+INSERT_DOCUMENTS = """
+INSERT INTO documents (bank_id, document_id)
+SELECT %(bank)s, d FROM unnest(%(document_ids)s::text[]) AS d
+ON CONFLICT (bank_id, document_id) DO UPDATE SET updated_at = now()"""
+
+COPY_CHUNKS = """
+COPY chunks (bank_id, chunk_id, document_id, chunk_index, text) FROM STDIN"""
+
+CREATE_STAGE = """
+CREATE TEMP TABLE IF NOT EXISTS retain_stage (
+    id uuid, text text, context text, embedding vector, fact_type text,
+    occurred_start timestamptz, occurred_end timestamptz, mentioned_at timestamptz,
+    date_grain text, tags text[], metadata jsonb, proof_count integer, document_id text,
+    chunk_id text, signals text, cjk text
+) ON COMMIT DROP"""
+
+COPY_STAGE = """
+COPY retain_stage (id, text, context, embedding, fact_type, occurred_start, occurred_end,
+    mentioned_at, date_grain, tags, metadata, proof_count, document_id, chunk_id, signals, cjk)
+FROM STDIN"""
+
+# The keyword document: text, context and signals (entity names, readable dates) weighted A/B/C
+# in the configured text-search config, plus CJK bigrams under 'simple' (no stemming, no
+# segmentation) so Chinese and Japanese queries can match.
+INSERT_UNITS = """
+INSERT INTO memory_units (bank_id, id, text, context, embedding, fact_type, occurred_start,
+    occurred_end, mentioned_at, date_grain, tags, metadata, proof_count, document_id, chunk_id,
+    search_vector, created_at, updated_at)
+SELECT %(bank)s, s.id, s.text, s.context, s.embedding, s.fact_type, s.occurred_start,
+    s.occurred_end, s.mentioned_at, s.date_grain, s.tags, s.metadata, s.proof_count,
+    s.document_id, s.chunk_id,
+    setweight(to_tsvector(%(ts_config)s::regconfig, s.text), 'A')
+      || setweight(to_tsvector(%(ts_config)s::regconfig, coalesce(s.context, '')), 'B')
+      || setweight(to_tsvector(%(ts_config)s::regconfig, coalesce(s.signals, '')), 'C')
+      || setweight(to_tsvector('simple', coalesce(s.cjk, '')), 'A'),
+    %(now)s, %(now)s
+FROM retain_stage s"""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RetainRequest:
+    """Everything a retain plan needs, already validated and prepared."""
+
+    bank: str
+    items: Sequence[MemoryItem]
+    units: Sequence[PreparedUnit]
+    chunks: Sequence[PreparedChunk]
+    replace_documents: Sequence[str]
+    embedding_model: str
+    ts_config: str
+    now: _dt.datetime
+    signals: Sequence[str]
+    cjk: Sequence[str]
+
+
+def _check_dimension(request: RetainRequest, row: dict[str, object], dimension: int) -> None:
+    bank_dimension = int(row["embedding_dimension"])  # type: ignore[call-overload]
+    if bank_dimension != dimension:
+        raise DimensionMismatchError(
+            bank=request.bank, bank_model=str(row["embedding_model"]),
+            bank_dimension=bank_dimension, embedder_model=request.embedding_model,
+            embedder_dimension=dimension)
+
+
+def merge_vectors(items: Sequence[MemoryItem], units: Sequence[PreparedUnit],
+                  embed: Callable[[list[str]], npt.NDArray[np.float32]]
+                  ) -> npt.NDArray[np.float32]:
+    """Embed the units that have no caller-supplied vector; keep the supplied ones.
+
+    A supplied embedding belongs to its item's text, so it is used only when the item was not
+    split into several units.
+    """
+    per_item = {u.item_index: 0 for u in units}
+    for u in units:
+        per_item[u.item_index] += 1
+    todo = [i for i, u in enumerate(units)
+            if items[u.item_index].embedding is None or per_item[u.item_index] > 1]
+    computed = embed([units[i].text for i in todo]) if todo else None
+    dimension = computed.shape[1] if computed is not None else len(
+        items[units[0].item_index].embedding or ())
+    out = np.zeros((len(units), dimension), dtype=np.float32)
+    if computed is not None:
+        out[todo] = computed
+    for i, u in enumerate(units):
+        supplied = items[u.item_index].embedding
+        if supplied is not None and per_item[u.item_index] == 1:
+            vector = np.asarray(supplied, dtype=np.float32)
+            if vector.shape != (dimension,):
+                raise InvalidItemError(u.item_index, f"embedding has {vector.shape[0]} "
+                                                     f"dimensions, expected {dimension}")
+            norm = float(np.linalg.norm(vector))
+            out[i] = vector / norm if norm > 0 else vector
+    return out
+
+
+def retain_plan(request: RetainRequest, vectors: npt.NDArray[np.float32]) -> Plan[list[str]]:
+    """Write a prepared retain in one transaction; return the new unit ids in input order."""
+    units = request.units
+    if not units:
+        return []
+    dimension = int(vectors.shape[1])
+    yield Query(UPSERT_BANK, {"bank": request.bank, "model": request.embedding_model,
+                              "dimension": dimension}, fetch="none")
+    row = yield Query(SELECT_BANK, {"bank": request.bank}, fetch="one")
+    _check_dimension(request, row, dimension)
+
+    document_ids = sorted({u.document_id for u in units if u.document_id is not None}
+                          | {c.document_id for c in request.chunks if c.document_id is not None})
+    if request.replace_documents:
+        yield Query(DELETE_DOCUMENTS, {"bank": request.bank,
+                                       "document_ids": list(request.replace_documents)},
+                    fetch="none")
+    if document_ids:
+        yield Query(INSERT_DOCUMENTS, {"bank": request.bank, "document_ids": document_ids},
+                    fetch="none")
+    if request.chunks:
+        yield Copy(COPY_CHUNKS, [(request.bank, c.chunk_id, c.document_id, c.chunk_index, c.text)
+                                 for c in request.chunks])
+    yield Query(CREATE_STAGE, fetch="none")
+    yield Copy(COPY_STAGE, [
+        (u.id, u.text, u.context, vectors[i], u.fact_type, u.occurred_start, u.occurred_end,
+         u.mentioned_at, u.date_grain, list(u.tags), u.metadata_json, u.proof_count,
+         u.document_id, u.chunk_id, request.signals[i], request.cjk[i])
+        for i, u in enumerate(units)
+    ])
+    yield Query(INSERT_UNITS, {"bank": request.bank, "ts_config": request.ts_config,
+                               "now": request.now}, fetch="none")
+    return [u.id for u in units]
+
+
+def embed_plan(embed: Callable[[list[str]], npt.NDArray[np.float32]],
+               texts: list[str]) -> Plan[npt.NDArray[np.float32]]:
+    vectors: npt.NDArray[np.float32] = yield Compute(embed, (texts,))
+    return vectors

@@ -1,0 +1,73 @@
+"""Sans-I/O plans: the pipeline's logic as generators that *describe* I/O.
+
+A plan is a generator that yields operations (:class:`Query`, :class:`Copy`,
+:class:`Concurrently`, :class:`Compute`) and receives their results. It never touches a
+connection or a thread. :mod:`shared_core.storage.runner` executes the same plan with a sync
+pool or an async pool, which is how ``MemoryEngine`` and its async twin share one
+implementation (the habit psycopg itself uses for its I/O-free generators).
+
+>>> def count_units(bank: str) -> Plan[int]:
+...     rows = yield Query(COUNT_SQL, {"bank": bank})
+...     return int(rows[0]["n"])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias, TypeVar
+
+from psycopg import sql
+
+__all__ = ["Compute", "Concurrently", "Copy", "Operation", "Plan", "Query", "Statement"]
+
+T = TypeVar("T")
+Statement: TypeAlias = "sql.Composable | sql.SQL | str"
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """Run one statement. The plan receives a list of dict rows (``fetch="all"``), one dict or
+    ``None`` (``"one"``), or the affected row count (``"none"``).
+
+    ``timeout_ms`` bounds the statement (``SET LOCAL statement_timeout``); on timeout the runner
+    throws ``psycopg.errors.QueryCanceled`` into the plan, which may recover. ``settings`` are
+    applied with ``set_config(..., true)`` in the same transaction (e.g. pgvector's
+    ``hnsw.ef_search``).
+    """
+
+    statement: Statement
+    params: Mapping[str, Any] | None = None
+    fetch: Literal["all", "one", "none"] = "all"
+    timeout_ms: int | None = None
+    settings: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Copy:
+    """``COPY ... FROM STDIN`` the given rows (binary-safe, fastest bulk load)."""
+
+    statement: Statement
+    rows: Sequence[Sequence[Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class Concurrently:
+    """Run several queries at once, each on its own pooled connection, outside any transaction
+    the plan holds. The plan receives the results in order; a failed query yields its exception
+    object instead of a result, so one slow or broken arm cannot sink the others."""
+
+    queries: tuple[Query, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Compute:
+    """CPU-bound work (embedding, NER, reranking): run inline by the sync runner and in a worker
+    thread by the async runner so it never blocks the event loop."""
+
+    fn: Callable[..., Any]
+    args: tuple[Any, ...] = ()
+
+
+Operation: TypeAlias = Query | Copy | Concurrently | Compute
+Plan: TypeAlias = Generator[Operation, Any, T]

@@ -1,0 +1,197 @@
+"""Execute sans-I/O plans (:mod:`shared_core.storage.plan`) on psycopg pools, sync or async.
+
+The connection is acquired lazily, at the plan's first statement, so CPU work a plan does
+first (embedding a batch) does not hold a connection or an open transaction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+import psycopg
+from psycopg import sql
+from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool, ConnectionPool
+
+from shared_core.storage.plan import Compute, Concurrently, Copy, Plan, Query
+
+__all__ = ["run_async", "run_sync"]
+
+T = TypeVar("T")
+
+_SET_CONFIG = sql.SQL("SELECT set_config({name}, {value}, true)")
+
+
+def _setting_statements(query: Query) -> list[tuple[sql.Composed, None]]:
+    items = dict(query.settings)
+    if query.timeout_ms is not None:
+        items["statement_timeout"] = str(int(query.timeout_ms))
+    return [(_SET_CONFIG.format(name=sql.Literal(k), value=sql.Literal(v)), None)
+            for k, v in items.items()]
+
+
+def _shape(cur: psycopg.Cursor[Any] | psycopg.AsyncCursor[Any], query: Query,
+           rows: list[Any] | None) -> Any:
+    if query.fetch == "none":
+        return cur.rowcount
+    if query.fetch == "one":
+        return rows[0] if rows else None
+    return rows or []
+
+
+# --------------------------------------------------------------------------------------------
+# sync
+
+def _exec_sync(conn: psycopg.Connection[Any], query: Query) -> Any:
+    with conn.cursor(row_factory=dict_row) as cur:
+        for stmt, _ in _setting_statements(query):
+            cur.execute(stmt)
+        cur.execute(query.statement, query.params)  # type: ignore[arg-type]
+        rows = cur.fetchall() if query.fetch != "none" and cur.description else None
+        return _shape(cur, query, rows)
+
+
+def _copy_sync(conn: psycopg.Connection[Any], op: Copy) -> int:
+    with conn.cursor() as cur, cur.copy(op.statement) as copy:  # type: ignore[arg-type]
+        for row in op.rows:
+            copy.write_row(row)
+    return len(op.rows)
+
+
+def _one_off_sync(pool: ConnectionPool[Any], query: Query) -> Any:
+    try:
+        with pool.connection() as conn, conn.transaction():
+            return _exec_sync(conn, query)
+    except Exception as exc:  # handed to the plan, which decides
+        return exc
+
+
+def _savepoint(n: int) -> sql.Composed:
+    return sql.SQL("SAVEPOINT {}").format(sql.Identifier(f"sp{n}"))
+
+
+def _rollback_to(n: int) -> sql.Composed:
+    return sql.SQL("ROLLBACK TO SAVEPOINT {}").format(sql.Identifier(f"sp{n}"))
+
+
+def run_sync(pool: ConnectionPool[Any], plan: Plan[T], *, executor: ThreadPoolExecutor) -> T:
+    """Run ``plan`` to completion; all its statements share one transaction (all or nothing)."""
+    conn: psycopg.Connection[Any] | None = None
+    ctx: Any = None
+    sp = 0
+    value: Any = None
+    error: BaseException | None = None
+    try:
+        while True:
+            try:
+                op = plan.throw(error) if error is not None else plan.send(value)
+            except StopIteration as stop:
+                if conn is not None:
+                    conn.commit()
+                return stop.value  # type: ignore[no-any-return]
+            error = None
+            try:
+                if isinstance(op, Compute):
+                    value = op.fn(*op.args)
+                elif isinstance(op, Concurrently):
+                    futures = [executor.submit(_one_off_sync, pool, q) for q in op.queries]
+                    value = [f.result() for f in futures]
+                else:
+                    if conn is None:
+                        ctx = pool.connection()
+                        conn = ctx.__enter__()
+                    if isinstance(op, Copy):
+                        value = _copy_sync(conn, op)
+                    else:
+                        if op.timeout_ms is not None:
+                            # A savepoint lets a timed-out statement fail without aborting the
+                            # plan's transaction, so the plan can fall back.
+                            sp += 1
+                            conn.execute(_savepoint(sp))
+                        value = _exec_sync(conn, op)
+            except psycopg.errors.QueryCanceled as exc:
+                if conn is not None and sp:
+                    conn.execute(_rollback_to(sp))
+                error = exc
+    except BaseException:
+        if conn is not None:
+            conn.rollback()
+        raise
+    finally:
+        if ctx is not None:
+            ctx.__exit__(None, None, None)
+
+
+# --------------------------------------------------------------------------------------------
+# async
+
+async def _exec_async(conn: psycopg.AsyncConnection[Any], query: Query) -> Any:
+    async with conn.cursor(row_factory=dict_row) as cur:
+        for stmt, _ in _setting_statements(query):
+            await cur.execute(stmt)
+        await cur.execute(query.statement, query.params)  # type: ignore[arg-type]
+        rows = await cur.fetchall() if query.fetch != "none" and cur.description else None
+        return _shape(cur, query, rows)
+
+
+async def _copy_async(conn: psycopg.AsyncConnection[Any], op: Copy) -> int:
+    async with conn.cursor() as cur, cur.copy(op.statement) as copy:  # type: ignore[arg-type]
+        for row in op.rows:
+            await copy.write_row(row)
+    return len(op.rows)
+
+
+async def _one_off_async(pool: AsyncConnectionPool[Any], query: Query) -> Any:
+    try:
+        async with pool.connection() as conn, conn.transaction():
+            return await _exec_async(conn, query)
+    except Exception as exc:
+        return exc
+
+
+async def run_async(pool: AsyncConnectionPool[Any], plan: Plan[T]) -> T:
+    """Async twin of :func:`run_sync`: the same plan, on an async pool."""
+    conn: psycopg.AsyncConnection[Any] | None = None
+    ctx: Any = None
+    sp = 0
+    value: Any = None
+    error: BaseException | None = None
+    try:
+        while True:
+            try:
+                op = plan.throw(error) if error is not None else plan.send(value)
+            except StopIteration as stop:
+                if conn is not None:
+                    await conn.commit()
+                return stop.value  # type: ignore[no-any-return]
+            error = None
+            try:
+                if isinstance(op, Compute):
+                    value = await asyncio.to_thread(op.fn, *op.args)
+                elif isinstance(op, Concurrently):
+                    value = list(await asyncio.gather(
+                        *(_one_off_async(pool, q) for q in op.queries)))
+                else:
+                    if conn is None:
+                        ctx = pool.connection()
+                        conn = await ctx.__aenter__()
+                    if isinstance(op, Copy):
+                        value = await _copy_async(conn, op)
+                    else:
+                        if op.timeout_ms is not None:
+                            sp += 1
+                            await conn.execute(_savepoint(sp))
+                        value = await _exec_async(conn, op)
+            except psycopg.errors.QueryCanceled as exc:
+                if conn is not None and sp:
+                    await conn.execute(_rollback_to(sp))
+                error = exc
+    except BaseException:
+        if conn is not None:
+            await conn.rollback()
+        raise
+    finally:
+        if ctx is not None:
+            await ctx.__aexit__(None, None, None)

