@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -50,6 +50,7 @@ from shared_core.types import MemoryRecord
 
 __all__ = ["AsyncMemoryEngine", "BankInfo", "BankStats", "MemoryEngine"]
 
+T = TypeVar("T")
 _MAX_BANK_LENGTH = 200
 _SESSION_SETTINGS = sql.SQL(
     "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', false), "
@@ -208,13 +209,22 @@ class MemoryEngine:
             self._async_pools[loop] = pool
         return pool
 
-    def _run(self, plan: Plan[Any]) -> Any:
+    def run(self, plan: Plan[T]) -> T:
+        """Run a sans-I/O plan (see :mod:`shared_core.storage.plan`) in one transaction.
+
+        The extension point for adapters and advanced users: write a plan once, run it with
+        :meth:`run` or :meth:`arun`.
+        """
         pool = self._sync_pool()
         assert self._executor is not None
         return run_sync(pool, plan, executor=self._executor)
 
-    async def _arun(self, plan: Plan[Any]) -> Any:
+    async def arun(self, plan: Plan[T]) -> T:
+        """Async twin of :meth:`run`."""
         return await run_async(await self._async_pool(), plan)
+
+    _run = run
+    _arun = arun
 
     def close(self) -> None:
         """Close the pools and release the embedded server (stopped when no engine uses it)."""
@@ -327,29 +337,29 @@ class MemoryEngine:
         ...                {"text": "Bob moved to Paris.", "tags": ["bob"]}], bank="demo")
         ['0196...', '0196...']
         """
-        return self._run(self._retain_flow(items, bank, document_id, progress))  # type: ignore[no-any-return]
+        return self._run(self._retain_flow(items, bank, document_id, progress))
 
     async def aretain(self, items: Iterable[Any], *, bank: str = DEFAULT_BANK,
                       document_id: str | None = None, progress: bool = True) -> list[str]:
         """Async twin of :meth:`retain`."""
-        return await self._arun(self._retain_flow(items, bank, document_id, progress))  # type: ignore[no-any-return]
+        return await self._arun(self._retain_flow(items, bank, document_id, progress))
 
     # ---------------------------------------------------------------- read / delete
     def get(self, memory_id: str, *, bank: str = DEFAULT_BANK) -> MemoryRecord | None:
         """The memory with this id in ``bank``, or None."""
-        return self._run(queries.get_plan(check_bank(bank), memory_id))  # type: ignore[no-any-return]
+        return self._run(queries.get_plan(check_bank(bank), memory_id))
 
     async def aget(self, memory_id: str, *, bank: str = DEFAULT_BANK) -> MemoryRecord | None:
-        return await self._arun(queries.get_plan(check_bank(bank), memory_id))  # type: ignore[no-any-return]
+        return await self._arun(queries.get_plan(check_bank(bank), memory_id))
 
     def delete(self, ids: Sequence[str] | None = None, *, bank: str = DEFAULT_BANK,
                document_id: str | None = None) -> int:
         """Delete memories by id, or a whole document; return how many memories went."""
-        return self._run(queries.delete_plan(check_bank(bank), ids, document_id))  # type: ignore[no-any-return]
+        return self._run(queries.delete_plan(check_bank(bank), ids, document_id))
 
     async def adelete(self, ids: Sequence[str] | None = None, *, bank: str = DEFAULT_BANK,
                       document_id: str | None = None) -> int:
-        return await self._arun(queries.delete_plan(check_bank(bank), ids, document_id))  # type: ignore[no-any-return]
+        return await self._arun(queries.delete_plan(check_bank(bank), ids, document_id))
 
     def banks(self) -> list[BankInfo]:
         """Every bank in the database."""
