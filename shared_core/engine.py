@@ -12,6 +12,7 @@ so both faces share one implementation.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as _dt
 import threading
 import warnings
@@ -28,10 +29,17 @@ from pgvector.psycopg import register_vector, register_vector_async
 from psycopg import sql
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-from shared_core.config import DEFAULT_BANK, EngineConfig
+from shared_core.config import (
+    DEFAULT_BANK,
+    DEFAULT_MAX_CHUNK_TOKENS,
+    DEFAULT_MAX_TOKENS,
+    EngineConfig,
+)
 from shared_core.embedding import default_embedder
 from shared_core.errors import ConfigurationError, DimensionMismatchError, HindsightError
-from shared_core.protocols import Embedder, TokenCounter
+from shared_core.protocols import DateParser, Embedder, PairScorer, TokenCounter
+from shared_core.recall.pipeline import RecallContext, RecallOptions, RecallSettings, recall_plan
+from shared_core.recall.rerank import Reranker
 from shared_core.retain.plan import RetainRequest, merge_vectors, retain_plan
 from shared_core.retain.prepare import coerce_items, prepare_units
 from shared_core.schema import (
@@ -46,7 +54,7 @@ from shared_core.storage.plan import Compute, Plan
 from shared_core.storage.runner import run_async, run_sync
 from shared_core.text import cjk_bigrams
 from shared_core.tokens import default_token_counter
-from shared_core.types import MemoryRecord
+from shared_core.types import ArmName, MemoryRecord, RecallResult, TimeWindow
 
 __all__ = ["AsyncMemoryEngine", "BankInfo", "BankStats", "MemoryEngine"]
 
@@ -125,6 +133,7 @@ class MemoryEngine:
         self._embedder = embedder
         self._counter = token_counter
         self._components = components
+        self.recall_settings = RecallSettings(ts_config=self.config.ts_config)
         self._lock = threading.Lock()
         self._pool: ConnectionPool[Any] | None = None
         self._async_pools: dict[asyncio.AbstractEventLoop, AsyncConnectionPool[Any]] = {}
@@ -344,6 +353,84 @@ class MemoryEngine:
         """Async twin of :meth:`retain`."""
         return await self._arun(self._retain_flow(items, bank, document_id, progress))
 
+    # ---------------------------------------------------------------- recall
+    @property
+    def date_parser(self) -> DateParser | None:
+        """The date parser for query windows (and retain); None if it cannot load."""
+        if "date_parser" not in self._components:
+            try:
+                from shared_core.extraction.dates import default_date_parser
+
+                self._components["date_parser"] = default_date_parser()
+            except Exception as exc:  # optional model: fall back loudly, once
+                warnings.warn(f"date parsing disabled: {exc}", RuntimeWarning, stacklevel=2)
+                self._components["date_parser"] = None
+        parser: DateParser | None = self._components["date_parser"]
+        return parser
+
+    def _recall_context(self, reranker: str | PairScorer | Reranker | None) -> RecallContext:
+        parser = self.date_parser
+        spec = reranker if reranker is not None else self._components.get("reranker")
+        return RecallContext(
+            embed_query=self.embedder.embed_query,
+            parse_query_dates=parser.parse_query_dates if parser is not None else None,
+            counter=self.token_counter, reranker=Reranker.from_spec(spec),
+            settings=self.recall_settings, now=_utcnow)
+
+    def _recall_options(self, query: str, **kwargs: Any) -> RecallOptions:
+        arms = kwargs.pop("arms", None)
+        options = RecallOptions(query=query, **kwargs)
+        if arms is not None:
+            options = dataclasses.replace(options, arms=frozenset(arms))
+        check_bank(options.bank)
+        return options
+
+    def recall(self, query: str, *, bank: str = DEFAULT_BANK, max_tokens: int = DEFAULT_MAX_TOKENS,
+               budget: str = "mid", types: Sequence[str] | None = None,
+               tags: Sequence[str] | None = None, tags_match: str = "any",
+               query_timestamp: _dt.datetime | None = None,
+               temporal_window: TimeWindow | None = None, include_chunks: bool = False,
+               max_chunk_tokens: int = DEFAULT_MAX_CHUNK_TOKENS,
+               reranker: str | PairScorer | Reranker | None = None, trace: bool = False,
+               arms: Iterable[ArmName] | None = None) -> RecallResult:
+        """Recall the memories of ``bank`` that answer ``query``, best first.
+
+        Four arms (semantic, keyword, entity graph, temporal) run concurrently; their lists
+        are fused with RRF (k=60), reranked (cross-encoder, or passthrough when none can be
+        loaded offline), boosted for recency, temporal proximity and evidence, and cut to
+        ``max_tokens`` of memory text. ``budget`` (low/mid/high/adaptive) sets how many
+        candidates each arm fetches. Relative dates in the query ("last spring") resolve
+        against ``query_timestamp`` (default: now, UTC); ``temporal_window`` replaces parsing.
+        ``arms`` restricts the arms (ablations).
+
+        >>> result = engine.recall("Where does Alice work?", bank="demo", trace=True)
+        >>> result.memories[0].text
+        'Alice works at Google as a software engineer in Zurich.'
+        """
+        options = self._recall_options(
+            query, bank=bank, max_tokens=max_tokens, budget=budget, types=types, tags=tags,
+            tags_match=tags_match, query_timestamp=query_timestamp,
+            temporal_window=temporal_window, include_chunks=include_chunks,
+            max_chunk_tokens=max_chunk_tokens, trace=trace, arms=arms)
+        return self.run(recall_plan(self._recall_context(reranker), options))
+
+    async def arecall(self, query: str, *, bank: str = DEFAULT_BANK,
+                      max_tokens: int = DEFAULT_MAX_TOKENS, budget: str = "mid",
+                      types: Sequence[str] | None = None, tags: Sequence[str] | None = None,
+                      tags_match: str = "any", query_timestamp: _dt.datetime | None = None,
+                      temporal_window: TimeWindow | None = None, include_chunks: bool = False,
+                      max_chunk_tokens: int = DEFAULT_MAX_CHUNK_TOKENS,
+                      reranker: str | PairScorer | Reranker | None = None, trace: bool = False,
+                      arms: Iterable[ArmName] | None = None) -> RecallResult:
+        """Async twin of :meth:`recall`."""
+        options = self._recall_options(
+            query, bank=bank, max_tokens=max_tokens, budget=budget, types=types, tags=tags,
+            tags_match=tags_match, query_timestamp=query_timestamp,
+            temporal_window=temporal_window, include_chunks=include_chunks,
+            max_chunk_tokens=max_chunk_tokens, trace=trace, arms=arms)
+        context = await asyncio.to_thread(self._recall_context, reranker)
+        return await self.arun(recall_plan(context, options))
+
     # ---------------------------------------------------------------- read / delete
     def get(self, memory_id: str, *, bank: str = DEFAULT_BANK) -> MemoryRecord | None:
         """The memory with this id in ``bank``, or None."""
@@ -388,6 +475,9 @@ class AsyncMemoryEngine:
 
     async def retain(self, items: Iterable[Any], **kwargs: Any) -> list[str]:
         return await self.sync.aretain(items, **kwargs)
+
+    async def recall(self, query: str, **kwargs: Any) -> RecallResult:
+        return await self.sync.arecall(query, **kwargs)
 
     async def get(self, memory_id: str, **kwargs: Any) -> MemoryRecord | None:
         return await self.sync.aget(memory_id, **kwargs)

@@ -1,0 +1,323 @@
+"""Combined scoring: the reranker score times three small multiplicative boosts.
+
+``final = reranker_norm × recency_boost × temporal_boost × proof_boost`` where each boost is
+``1 + alpha × (value − 0.5)`` for a value in [0, 1], so a neutral value (0.5) leaves the score
+unchanged and with the default alphas the product stays within about +27% / −23%.
+
+Fixes over the leading implementation:
+
+* the effective date of a memory is the *middle* of its occurred interval; a date known only to
+  the year (or month, quarter, ...) is widened to its grain first, so "in 2023" is dated
+  mid-2023 and not Jan 1 (which made recency reverse correct reranker orders, #3893);
+* the temporal proximity of a memory found by several arms is kept by fusion (see
+  :mod:`shared_core.recall.fusion`), so the temporal boost applies to it.
+
+>>> import datetime as dt
+>>> now = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
+>>> scored = apply_boosts([0.8], [BoostInput(id="a", mentioned_at=now, proof_count=10)], now, False)
+>>> round(scored[0].final, 4)  # 0.8 × (1 + 0.2·0.5) × 1 × (1 + 0.1·0.2303)
+0.9003
+"""
+
+from __future__ import annotations
+
+import calendar
+import datetime as _dt
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal, get_args
+
+from shared_core.config import (
+    DEFAULT_PROOF_ALPHA,
+    DEFAULT_RECENCY_ALPHA,
+    DEFAULT_RECENCY_HALF_LIFE_DAYS,
+    DEFAULT_RECENCY_WINDOW_DAYS,
+    DEFAULT_TEMPORAL_ALPHA,
+)
+from shared_core.errors import ConfigurationError
+from shared_core.recall.fusion import FusedCandidate
+from shared_core.types import DateGrain, MemoryRecord, ScoreBreakdown, as_utc
+
+__all__ = [
+    "DEFAULT_RECENCY_MODE",
+    "RECENCY_MODES",
+    "BoostConfig",
+    "BoostInput",
+    "RecencyMode",
+    "ScoredCandidate",
+    "apply_boosts",
+    "boost",
+    "effective_date",
+    "proof_norm",
+    "recency",
+]
+
+RecencyMode = Literal["linear", "exponential", "none"]
+RECENCY_MODES: tuple[RecencyMode, ...] = get_args(RecencyMode)
+DEFAULT_RECENCY_MODE: RecencyMode = "linear"
+
+NEUTRAL = 0.5
+"""The value of a signal that says nothing (no date, no proof count, no proximity)."""
+
+# Linear recency never drops below this: a very old memory is demoted, not zeroed.
+_LINEAR_RECENCY_FLOOR = 0.1
+# An alpha above 2 would make ``1 + alpha·(0 − 0.5)`` negative and flip the order of scores.
+_MAX_ALPHA = 2.0
+_SECONDS_PER_DAY = 86_400.0
+
+# Grains with a fixed length; calendar grains (month, quarter, ...) are computed from the date.
+_FIXED_GRAINS: dict[str, _dt.timedelta] = {
+    "second": _dt.timedelta(seconds=1),
+    "minute": _dt.timedelta(minutes=1),
+    "hour": _dt.timedelta(hours=1),
+    "day": _dt.timedelta(days=1),
+    "week": _dt.timedelta(days=7),
+}
+_MONTHS_PER_GRAIN: dict[str, int] = {"month": 1, "season": 3, "quarter": 3, "year": 12,
+                                     "decade": 120}
+
+
+def _add_months(value: _dt.datetime, months: int) -> _dt.datetime:
+    month_index = value.month - 1 + months
+    year, month = value.year + month_index // 12, month_index % 12 + 1
+    day = min(value.day, calendar.monthrange(year, month)[1])
+    return value.replace(year=year, month=month, day=day)
+
+
+def _grain_end(start: _dt.datetime, grain: DateGrain) -> _dt.datetime:
+    """The end of the grain-long period that begins at ``start``."""
+    if grain in _FIXED_GRAINS:
+        return start + _FIXED_GRAINS[grain]
+    try:
+        return _add_months(start, _MONTHS_PER_GRAIN[grain])
+    except (KeyError, OverflowError, ValueError):  # unknown grain, or beyond year 9999
+        return start
+
+
+def effective_date(
+    occurred_start: _dt.datetime | None,
+    occurred_end: _dt.datetime | None,
+    mentioned_at: _dt.datetime | None,
+    grain: DateGrain | None,
+) -> _dt.datetime | None:
+    """The one date a memory is aged by, in UTC; ``None`` if it has none.
+
+    * both occurred bounds: the middle of the interval;
+    * only ``occurred_start`` and a ``grain``: the middle of the grain starting there (the date
+      parser resolves "2023" to its first instant with grain ``"year"``);
+    * only one occurred bound otherwise: that bound (when it happened beats when it was said);
+    * else ``mentioned_at``.
+
+    >>> import datetime as dt
+    >>> effective_date(dt.datetime(2023, 1, 1), None, None, "year")
+    datetime.datetime(2023, 7, 2, 12, 0, tzinfo=datetime.timezone.utc)
+    """
+    start = as_utc(occurred_start) if occurred_start is not None else None
+    end = as_utc(occurred_end) if occurred_end is not None else None
+    if start is not None and end is not None:
+        if end < start:  # tolerate swapped bounds rather than date a memory outside them
+            start, end = end, start
+        return start + (end - start) / 2
+    if start is not None:
+        if grain is None:
+            return start
+        return start + (_grain_end(start, grain) - start) / 2
+    if end is not None:
+        return end
+    return as_utc(mentioned_at) if mentioned_at is not None else None
+
+
+def _check_mode(mode: str) -> None:
+    if mode not in RECENCY_MODES:
+        raise ConfigurationError(
+            f"unknown recency mode {mode!r}; expected one of {', '.join(RECENCY_MODES)}"
+        )
+
+
+def recency(
+    effective: _dt.datetime | None,
+    now: _dt.datetime,
+    mode: RecencyMode = DEFAULT_RECENCY_MODE,
+    *,
+    window_days: float = DEFAULT_RECENCY_WINDOW_DAYS,
+    half_life_days: float = DEFAULT_RECENCY_HALF_LIFE_DAYS,
+) -> float:
+    """How recent ``effective`` is at ``now``, in [0, 1].
+
+    ``linear``: ``clamp(1 − days/window_days, 0.1, 1)``; ``exponential``:
+    ``0.5 ** (days/half_life_days)``; ``none``: 0.5. No date gives 0.5 (neutral) and a future
+    date gives 1.
+
+    >>> import datetime as dt
+    >>> now = dt.datetime(2024, 1, 1)
+    >>> recency(now - dt.timedelta(days=73), now), recency(now - dt.timedelta(days=90), now,
+    ...                                                     "exponential")
+    (0.8, 0.5)
+    """
+    _check_mode(mode)
+    if mode == "none" or effective is None:
+        return NEUTRAL
+    days = (as_utc(now) - as_utc(effective)).total_seconds() / _SECONDS_PER_DAY
+    if days <= 0:
+        return 1.0
+    if mode == "linear":
+        return min(1.0, max(_LINEAR_RECENCY_FLOOR, 1.0 - days / window_days))
+    return float(0.5 ** (days / half_life_days))
+
+
+def proof_norm(proof_count: int | None) -> float:
+    """``clamp(0.5 + ln(n)/10, 0, 1)``: 1 → 0.5, 10 → 0.7303, 150 and more → 1.
+
+    A missing or non-positive count is neutral (0.5).
+
+    >>> proof_norm(1), round(proof_norm(10), 4)
+    (0.5, 0.7303)
+    """
+    if proof_count is None or proof_count < 1:
+        return NEUTRAL
+    return min(1.0, max(0.0, NEUTRAL + math.log(proof_count) / 10.0))
+
+
+def boost(value: float, alpha: float) -> float:
+    """The multiplicative factor ``1 + alpha·(value − 0.5)``, 1 for a neutral value.
+
+    >>> boost(0.5, 0.2), boost(1.0, 0.2)
+    (1.0, 1.1)
+    """
+    return 1.0 + alpha * (value - NEUTRAL)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BoostConfig:
+    """Strengths of the three boosts and the recency curve.
+
+    >>> BoostConfig(recency_mode="exponential").recency_half_life_days
+    90.0
+    """
+
+    recency_alpha: float = DEFAULT_RECENCY_ALPHA
+    temporal_alpha: float = DEFAULT_TEMPORAL_ALPHA
+    proof_alpha: float = DEFAULT_PROOF_ALPHA
+    recency_mode: RecencyMode = DEFAULT_RECENCY_MODE
+    recency_window_days: float = DEFAULT_RECENCY_WINDOW_DAYS
+    recency_half_life_days: float = DEFAULT_RECENCY_HALF_LIFE_DAYS
+
+    def __post_init__(self) -> None:
+        for name in ("recency_alpha", "temporal_alpha", "proof_alpha"):
+            alpha = getattr(self, name)
+            if not 0.0 <= alpha <= _MAX_ALPHA:
+                raise ConfigurationError(f"{name} must be within [0, {_MAX_ALPHA}], got {alpha}")
+        for name in ("recency_window_days", "recency_half_life_days"):
+            days = getattr(self, name)
+            if not days > 0:
+                raise ConfigurationError(f"{name} must be > 0, got {days}")
+        _check_mode(self.recency_mode)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BoostInput:
+    """What the boosts need to know about one candidate (fetched after fusion)."""
+
+    id: str
+    occurred_start: _dt.datetime | None = None
+    occurred_end: _dt.datetime | None = None
+    mentioned_at: _dt.datetime | None = None
+    date_grain: DateGrain | None = None
+    proof_count: int | None = None
+    temporal_proximity: float | None = None
+
+    @classmethod
+    def from_record(cls, record: MemoryRecord, *,
+                    temporal_proximity: float | None = None) -> BoostInput:
+        """Build from a stored memory and the proximity fusion carried for it."""
+        return cls(id=record.id, occurred_start=record.occurred_start,
+                   occurred_end=record.occurred_end, mentioned_at=record.mentioned_at,
+                   date_grain=record.date_grain, proof_count=record.proof_count,
+                   temporal_proximity=temporal_proximity)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScoredCandidate:
+    """A candidate after combined scoring, with every intermediate number.
+
+    ``position`` is the candidate's index in the input (the reranker / RRF order); it breaks ties
+    on ``final``.
+    """
+
+    id: str
+    position: int
+    reranker: float
+    effective_date: _dt.datetime | None
+    recency: float
+    temporal_proximity: float | None
+    proof: float
+    recency_boost: float
+    temporal_boost: float
+    proof_boost: float
+    final: float
+
+    def breakdown(self, fused: FusedCandidate | None = None, *,
+                  reranker_raw: float | None = None) -> ScoreBreakdown:
+        """The public :class:`ScoreBreakdown`, merged with the candidate's fusion record."""
+        if fused is not None and fused.id != self.id:
+            raise ValueError(f"fused candidate {fused.id!r} is not scored candidate {self.id!r}")
+        return ScoreBreakdown(
+            arm_ranks=dict(fused.ranks) if fused else {},
+            arm_scores=dict(fused.arm_scores) if fused else {},
+            rrf=fused.rrf if fused else 0.0,
+            reranker_raw=reranker_raw,
+            reranker=self.reranker,
+            recency_boost=self.recency_boost,
+            temporal_boost=self.temporal_boost,
+            proof_boost=self.proof_boost,
+            temporal_proximity=self.temporal_proximity,
+            final=self.final,
+        )
+
+
+def _unit(value: float) -> float:
+    """Clamp to [0, 1]; NaN becomes 0 so one bad score cannot poison the sort."""
+    return 0.0 if math.isnan(value) else min(1.0, max(0.0, value))
+
+
+def apply_boosts(
+    reranker_scores: Sequence[float],
+    candidates_info: Sequence[BoostInput],
+    now: _dt.datetime,
+    window_present: bool,
+    config: BoostConfig | None = None,
+) -> list[ScoredCandidate]:
+    """Score candidates and sort them best first (ties keep the input order).
+
+    ``reranker_scores[i]`` is the normalised reranker score of ``candidates_info[i]``. The
+    temporal boost uses the candidate's temporal proximity only when the query had a time
+    window; without one it is neutral (1.0), as is a candidate the temporal arm did not find.
+    """
+    cfg = config if config is not None else BoostConfig()
+    if len(reranker_scores) != len(candidates_info):
+        raise ValueError(f"{len(reranker_scores)} reranker scores for "
+                         f"{len(candidates_info)} candidates")
+    scored: list[ScoredCandidate] = []
+    for position, (raw_score, info) in enumerate(zip(reranker_scores, candidates_info,
+                                                     strict=True)):
+        reranker = _unit(float(raw_score))
+        eff = effective_date(info.occurred_start, info.occurred_end, info.mentioned_at,
+                             info.date_grain)
+        rec = recency(eff, now, cfg.recency_mode, window_days=cfg.recency_window_days,
+                      half_life_days=cfg.recency_half_life_days)
+        proximity = (_unit(info.temporal_proximity)
+                     if info.temporal_proximity is not None else None)
+        temporal_value = proximity if window_present and proximity is not None else NEUTRAL
+        proof = proof_norm(info.proof_count)
+        recency_boost = boost(rec, cfg.recency_alpha)
+        temporal_boost = boost(temporal_value, cfg.temporal_alpha)
+        proof_boost = boost(proof, cfg.proof_alpha)
+        scored.append(ScoredCandidate(
+            id=info.id, position=position, reranker=reranker, effective_date=eff, recency=rec,
+            temporal_proximity=proximity, proof=proof, recency_boost=recency_boost,
+            temporal_boost=temporal_boost, proof_boost=proof_boost,
+            final=reranker * recency_boost * temporal_boost * proof_boost,
+        ))
+    scored.sort(key=lambda s: (-s.final, s.position))
+    return scored

@@ -1,0 +1,295 @@
+"""Cross-encoder reranking, with an explicit, reported passthrough fallback.
+
+A :class:`Reranker` scores ``(query, document)`` pairs with a cross-encoder and returns the raw
+scores and scores normalised to [0, 1]:
+
+* a cross-encoder this module loads (by model name or path) is asked for raw logits, and the
+  normalised score is always their sigmoid, so the scale never depends on the candidate list;
+* any other :class:`~shared_core.protocols.PairScorer` has an unknown scale: if all its scores are
+  already in [0, 1] (calibrated rerankers) they are kept, otherwise they are sigmoided
+  (:func:`normalise_scores`);
+* in passthrough mode (``"none"``, or a model that cannot be loaded offline) the scores are
+  seeded from the RRF rank, ``1 − 0.9·rank/(n−1)`` (:func:`passthrough_scores`), so that the
+  boosts refine the fused order instead of sorting by recency alone.
+
+Models load lazily, at first use, once per process and spec, and only from local files: nothing
+is ever downloaded. A model that cannot be loaded gives passthrough mode, one
+:class:`RerankerFallbackWarning` per spec and ``reranker.name == "passthrough"`` for the trace.
+
+>>> r = Reranker.from_spec("none")
+>>> r.name, r.rerank("who joined Google?", ["Alice joined Google.", "Bob likes tea."])
+('passthrough', (None, [1.0, 0.1]))
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import os
+import threading
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final, cast
+
+import numpy as np
+
+from shared_core.config import DEFAULT_CROSS_ENCODER, DEFAULT_RERANK_BATCH_SIZE
+from shared_core.protocols import PairScorer
+from shared_core.types import as_utc
+
+__all__ = [
+    "PASSTHROUGH_NAME",
+    "PASSTHROUGH_SPECS",
+    "Reranker",
+    "RerankerFallbackWarning",
+    "clear_reranker_cache",
+    "format_document",
+    "normalise_scores",
+    "passthrough_scores",
+]
+
+PASSTHROUGH_NAME: Final = "passthrough"
+PASSTHROUGH_SPECS: Final = frozenset({"none", "passthrough", "rrf"})
+"""Spec strings that select passthrough mode explicitly (no model, no warning)."""
+_DEFAULT_SPEC: Final = "default"
+
+# Passthrough scores span [PASSTHROUGH_MIN, 1.0] from the first to the last RRF rank.
+_PASSTHROUGH_MIN: Final = 0.1
+
+# %B is locale-dependent; the document prefix must not change with the user's locale.
+_MONTHS: Final = ("January", "February", "March", "April", "May", "June", "July", "August",
+                  "September", "October", "November", "December")
+
+
+class RerankerFallbackWarning(UserWarning):
+    """A reranker model could not be loaded; recall uses passthrough (RRF-rank) scores."""
+
+
+def format_document(text: str, context: str | None, occurred_start: _dt.datetime | None) -> str:
+    """The document string the cross-encoder sees: readable date, then context, then text.
+
+    >>> import datetime as dt
+    >>> format_document("Alice joined Google.", "work", dt.datetime(2022, 6, 5))
+    '[Date: June 05, 2022 (2022-06-05)] work: Alice joined Google.'
+    >>> format_document("Alice joined Google.", None, None)
+    'Alice joined Google.'
+    """
+    parts: list[str] = []
+    if occurred_start is not None:
+        when = as_utc(occurred_start)
+        parts.append(f"[Date: {_MONTHS[when.month - 1]} {when.day:02d}, {when.year} "
+                     f"({when.date().isoformat()})] ")
+    if context:
+        parts.append(f"{context}: ")
+    parts.append(text)
+    return "".join(parts)
+
+
+def _sigmoid(x: float) -> float:
+    if math.isnan(x):
+        return 0.0
+    # two branches so exp() never overflows for large |x|
+    if x >= 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    e = math.exp(x)
+    return e / (1.0 + e)
+
+
+def normalise_scores(raw: Sequence[float]) -> list[float]:
+    """Map scores of unknown scale to [0, 1]: keep them if all are in [0, 1], else sigmoid all.
+
+    One decision for the whole list keeps the scores comparable with each other. NaN becomes 0.
+
+    >>> normalise_scores([0.2, 0.9])
+    [0.2, 0.9]
+    >>> [round(s, 4) for s in normalise_scores([-2.0, 0.0, 3.0, float("nan")])]
+    [0.1192, 0.5, 0.9526, 0.0]
+    """
+    values = [float(x) for x in raw]
+    if all(0.0 <= x <= 1.0 for x in values if not math.isnan(x)):
+        return [0.0 if math.isnan(x) else x for x in values]
+    return [_sigmoid(x) for x in values]
+
+
+def passthrough_scores(n: int) -> list[float]:
+    """Rank-seeded scores for ``n`` candidates in RRF order: ``1 − 0.9·rank/(n−1)``.
+
+    >>> passthrough_scores(3), passthrough_scores(1)
+    ([1.0, 0.55, 0.1], [1.0])
+    """
+    if n <= 1:
+        return [1.0] * max(n, 0)
+    span = 1.0 - _PASSTHROUGH_MIN
+    # written from both ends so the first score is exactly 1.0 and the last exactly 0.1
+    return [1.0 if rank == 0 else _PASSTHROUGH_MIN + span * (n - 1 - rank) / (n - 1)
+            for rank in range(n)]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Backend:
+    """What a spec resolved to. ``scorer is None`` means passthrough."""
+
+    name: str
+    scorer: PairScorer | None = None
+    logits: bool = False  # scores are logits of a model we loaded: always sigmoid
+    fallback_reason: str | None = None
+
+
+_PASSTHROUGH: Final = _Backend(name=PASSTHROUGH_NAME)
+
+# Loaded models (or load failures) per spec, for the whole process. One lock: loads are rare
+# and slow, and serialising them avoids loading one model twice from two threads.
+_CACHE: dict[str, _Backend] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def clear_reranker_cache() -> None:
+    """Forget loaded models and past load failures (so a failure warns again). For tests."""
+    with _CACHE_LOCK:
+        _CACHE.clear()
+
+
+def _load_cross_encoder(spec: str) -> PairScorer:
+    """Load a sentence-transformers ``CrossEncoder`` from local files only."""
+    import torch
+    from sentence_transformers import CrossEncoder
+
+    # local_files_only: never download, whatever HF_HUB_OFFLINE says. Identity activation:
+    # we want raw logits, and apply the sigmoid ourselves.
+    model = CrossEncoder(spec, local_files_only=True, activation_fn=torch.nn.Identity())
+    num_labels = getattr(model, "num_labels", 1)
+    if num_labels != 1:
+        raise ValueError(f"a reranker has one output label; this model has {num_labels}")
+    # CrossEncoder.predict takes more (and differently named) positional parameters than the
+    # protocol; we only ever call it with keywords.
+    return cast(PairScorer, model)
+
+
+def _first_line(exc: BaseException) -> str:
+    message = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {message[0]}" if message else type(exc).__name__
+
+
+def _resolve(spec: str) -> _Backend:
+    """The cached backend for a model spec, loading it on first use (thread-safe)."""
+    backend = _CACHE.get(spec)
+    if backend is not None:
+        return backend
+    with _CACHE_LOCK:
+        backend = _CACHE.get(spec)
+        if backend is None:
+            try:
+                backend = _Backend(name=spec, scorer=_load_cross_encoder(spec), logits=True)
+            except Exception as exc:  # any load failure degrades to passthrough, reported once
+                reason = (f"reranker model {spec!r} could not be loaded from local files "
+                          f"({_first_line(exc)}); using passthrough scores by RRF rank")
+                warnings.warn(reason, RerankerFallbackWarning, stacklevel=4)
+                backend = _Backend(name=PASSTHROUGH_NAME, fallback_reason=reason)
+            _CACHE[spec] = backend
+    return backend
+
+
+class Reranker:
+    """Scores candidates against a query; build one with :meth:`from_spec`.
+
+    >>> r = Reranker.from_spec("none")
+    >>> r.is_passthrough, r.rerank("q", ["a", "b", "c"])[1]
+    (True, [1.0, 0.55, 0.1])
+    """
+
+    __slots__ = ("_lock", "_resolved", "_spec")
+
+    def __init__(self, *, spec: str | None = None, backend: _Backend | None = None) -> None:
+        """Prefer :meth:`from_spec`. Give a model ``spec`` (loaded lazily) or a resolved backend."""
+        if (spec is None) == (backend is None):
+            raise ValueError("give exactly one of spec and backend")
+        self._spec = spec
+        self._resolved = backend
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_spec(cls, spec: str | PairScorer | Reranker | None = None) -> Reranker:
+        """Build a reranker from a spec.
+
+        * ``None`` or ``"default"``: the default cross-encoder (``DEFAULT_CROSS_ENCODER``);
+        * ``"none"`` (or ``"passthrough"``, ``"rrf"``): passthrough, on purpose;
+        * any other string: a sentence-transformers ``CrossEncoder`` model name or path;
+        * an object with ``predict`` (a :class:`PairScorer`): used as it is;
+        * a :class:`Reranker`: returned unchanged.
+
+        Nothing is loaded until the reranker is first used.
+        """
+        if isinstance(spec, Reranker):
+            return spec
+        if spec is None:
+            return cls(spec=DEFAULT_CROSS_ENCODER)
+        if isinstance(spec, str):
+            text = spec.strip()
+            if text.lower() in PASSTHROUGH_SPECS:
+                return cls(backend=_PASSTHROUGH)
+            if not text or text.lower() == _DEFAULT_SPEC:
+                return cls(spec=DEFAULT_CROSS_ENCODER)
+            return cls(spec=os.path.expanduser(text))
+        if isinstance(spec, PairScorer):
+            name = getattr(spec, "name", None)
+            return cls(backend=_Backend(
+                name=name if isinstance(name, str) and name else type(spec).__name__,
+                scorer=spec,
+            ))
+        raise TypeError(f"a reranker spec is None, a string, a Reranker or an object with "
+                        f"predict(); got {type(spec).__name__}")
+
+    def _backend(self) -> _Backend:
+        resolved = self._resolved
+        if resolved is None:
+            with self._lock:
+                if self._resolved is None:
+                    self._resolved = _resolve(cast(str, self._spec))
+                resolved = self._resolved
+        return resolved
+
+    @property
+    def name(self) -> str:
+        """The model name or path, or ``"passthrough"`` (loads the model if not yet loaded)."""
+        return self._backend().name
+
+    @property
+    def is_passthrough(self) -> bool:
+        """True when scores come from the RRF rank rather than a model."""
+        return self._backend().scorer is None
+
+    @property
+    def fallback_reason(self) -> str | None:
+        """Why the requested model is not used, for the recall trace; None if it is."""
+        return self._backend().fallback_reason
+
+    def rerank(self, query: str, documents: Sequence[str],
+               batch_size: int = DEFAULT_RERANK_BATCH_SIZE) -> tuple[list[float] | None,
+                                                                     list[float]]:
+        """Score ``documents`` (in RRF order) against ``query``.
+
+        Returns ``(raw, normalised)`` aligned with ``documents``. In passthrough mode ``raw`` is
+        None and ``normalised`` follows the input (RRF rank) order.
+        """
+        backend = self._backend()
+        if backend.scorer is None:
+            return None, passthrough_scores(len(documents))
+        if not documents:
+            return [], []
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        pairs = [(query, doc) for doc in documents]
+        output = backend.scorer.predict(pairs, batch_size=batch_size, show_progress_bar=False)
+        scores = np.asarray(output, dtype=np.float64).reshape(-1)
+        if scores.size != len(documents):
+            raise ValueError(f"reranker {backend.name!r} returned {scores.size} scores for "
+                             f"{len(documents)} documents")
+        raw = [float(x) for x in scores]
+        normalised = [_sigmoid(x) for x in raw] if backend.logits else normalise_scores(raw)
+        return raw, normalised
+
+    def __repr__(self) -> str:
+        if self._resolved is None:
+            return f"Reranker({self._spec!r}, not loaded)"
+        return f"Reranker({self._resolved.name!r})"

@@ -1,0 +1,253 @@
+"""SQL of the four arms, hydration and chunks. Composed with ``psycopg.sql``; every value is a
+named parameter. Every statement filters on ``bank_id``.
+
+Parameters shared by the statements: ``bank``, ``qvec`` (the query vector), ``types`` (text[]),
+``tags`` (text[]), ``n`` (the per-arm limit).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from psycopg import sql
+
+from shared_core.recall.query import TagsMatch
+
+__all__ = ["CHUNKS", "HYDRATE", "graph_statement", "lexical_semantic_statement", "tag_clause",
+           "temporal_entry_statement", "temporal_spread_statement", "term_frequency_statement"]
+
+
+def tag_clause(tags: Sequence[str] | None, mode: TagsMatch) -> sql.Composable:
+    """The tag filter (semantics of the reference's tags_match), as SQL using ``%(tags)s``.
+
+    ``any``/``all`` let untagged memories through; the ``_strict`` modes do not; ``exact``
+    wants the same set, and with no tags means "untagged only".
+    """
+    col = sql.Identifier("u", "tags")  # every statement aliases memory_units as u
+    if not tags:
+        if mode == "exact":
+            return sql.SQL("{} = '{{}}'").format(col)
+        return sql.SQL("TRUE")
+    templates = {
+        "any": "({c} = '{{}}' OR {c} && %(tags)s::text[])",
+        "all": "({c} = '{{}}' OR {c} @> %(tags)s::text[])",
+        "any_strict": "{c} && %(tags)s::text[]",
+        "all_strict": "{c} @> %(tags)s::text[]",
+        "exact": "({c} @> %(tags)s::text[] AND {c} <@ %(tags)s::text[])",
+    }
+    return sql.SQL(templates[mode]).format(c=col)
+
+
+# --- semantic + keyword: one statement, one parenthesised arm per (arm, fact type) ----------
+# Each arm keeps its own ORDER BY ... LIMIT so the HNSW and GIN indexes both serve it.
+_KEYWORD_QUERY = sql.SQL("""
+kq AS (
+    SELECT coalesce(string_agg(t.q::text, ' | '), '')::tsquery AS q FROM (
+        SELECT plainto_tsquery(%(ts_config)s::regconfig, w) AS q
+        FROM unnest(%(words)s::text[]) AS w
+        UNION ALL
+        SELECT plainto_tsquery('simple', g) FROM unnest(%(bigrams)s::text[]) AS g
+    ) t WHERE numnode(t.q) > 0
+)""")
+
+_SEMANTIC_ARM = sql.SQL("""(
+    SELECT 'semantic' AS arm, u.id::text AS id, 1 - (u.embedding <=> %(qvec)s) AS score
+    FROM memory_units u
+    WHERE u.bank_id = %(bank)s AND u.fact_type = {ft} AND {tags}
+    ORDER BY u.embedding <=> %(qvec)s
+    LIMIT %(n)s)""")
+
+_KEYWORD_ARM = sql.SQL("""(
+    SELECT 'keyword' AS arm, u.id::text AS id, ts_rank_cd(u.search_vector, kq.q, 1) AS score
+    FROM memory_units u, kq
+    WHERE u.bank_id = %(bank)s AND u.fact_type = {ft} AND {tags} AND u.search_vector @@ kq.q
+    ORDER BY score DESC, u.id DESC
+    LIMIT %(n)s)""")
+
+
+def lexical_semantic_statement(types: Sequence[str], tags: sql.Composable, *,
+                               keyword: bool) -> sql.Composed:
+    """Semantic (and keyword) arms for every fact type, as one ``UNION ALL``.
+
+    Semantic rows below ``%(semantic_min)s`` cosine are dropped after each arm's LIMIT.
+    Fact types are bound as ``%(ft0)s``, ``%(ft1)s``...
+    """
+    arms: list[sql.Composable] = []
+    for i, _ in enumerate(types):
+        ft = sql.Placeholder(f"ft{i}")
+        arms.append(_SEMANTIC_ARM.format(ft=ft, tags=tags))
+        if keyword:
+            arms.append(_KEYWORD_ARM.format(ft=ft, tags=tags))
+    body = sql.SQL(" UNION ALL ").join(arms)
+    with_clause = sql.SQL("WITH ") + _KEYWORD_QUERY + sql.SQL(" ") if keyword else sql.SQL("")
+    return sql.SQL("{with_}SELECT arm, id, score FROM ({body}) arms "
+                   "WHERE arm <> 'semantic' OR score >= %(semantic_min)s").format(
+        with_=with_clause, body=body)
+
+
+# --- keyword term selection -----------------------------------------------------------------
+# Document frequency of each term's lexemes from the planner statistics (free to read): with
+# more than 16 terms only the rarest are kept, so an OR query stays selective.
+def term_frequency_statement() -> sql.SQL:
+    return sql.SQL("""
+SELECT w AS term, coalesce(max(s.freq), 0) AS df
+FROM unnest(%(words)s::text[]) AS w
+LEFT JOIN LATERAL (
+    SELECT f.freq
+    FROM pg_stats ps,
+         unnest(ps.most_common_elems::text::text[], ps.most_common_elem_freqs) AS f(elem, freq)
+    WHERE ps.tablename = 'memory_units' AND ps.attname = 'search_vector'
+      AND ps.schemaname = current_schema()
+      AND f.elem = ANY(tsvector_to_array(to_tsvector(%(ts_config)s::regconfig, w)))
+) s ON TRUE
+GROUP BY w""")
+
+
+# --- graph ------------------------------------------------------------------------------------
+_GRAPH_SEEDS = sql.SQL("""
+seeds AS MATERIALIZED (
+    SELECT id FROM (
+        SELECT u.id, u.embedding <=> %(qvec)s AS distance FROM memory_units u
+        WHERE u.bank_id = %(bank)s AND u.fact_type = ANY(%(types)s::text[]) AND {tags}
+        ORDER BY u.embedding <=> %(qvec)s
+        LIMIT %(seed_limit)s) s
+    WHERE 1 - distance >= %(seed_min)s
+)""")
+
+# Units sharing the seeds' entities, at most %(per_entity)s per entity (newest first: ids are
+# time-ordered), each shared entity weighted 1 / (1 + ln(mentions)) so hub entities ("user",
+# a speaker's own name) count for less than rare ones.
+_GRAPH_ENTITY = sql.SQL("""
+seed_entities AS (
+    SELECT DISTINCT ue.entity_id FROM unit_entities ue JOIN seeds s ON ue.unit_id = s.id
+    WHERE ue.bank_id = %(bank)s
+),
+entity_hits AS (
+    SELECT t.unit_id, 0::float8 AS sw, 0::float8 AS cw,
+           sum(1.0 / (1.0 + ln(greatest(e.mention_count, 1)))) AS ew
+    FROM seed_entities se
+    JOIN entities e ON e.bank_id = %(bank)s AND e.id = se.entity_id
+    CROSS JOIN LATERAL (
+        SELECT ue.unit_id FROM unit_entities ue
+        WHERE ue.bank_id = %(bank)s AND ue.entity_id = se.entity_id
+          AND ue.unit_id NOT IN (SELECT id FROM seeds)
+        ORDER BY ue.unit_id DESC
+        LIMIT %(per_entity)s) t
+    GROUP BY t.unit_id
+),""")
+
+_GRAPH_LINKS = sql.SQL("""
+link_hits AS (
+    SELECT l.to_id AS unit_id, l.link_type, l.weight FROM memory_links l JOIN seeds s
+      ON l.from_id = s.id
+    WHERE l.bank_id = %(bank)s AND l.link_type <> 'temporal'
+    UNION ALL
+    SELECT l.from_id, l.link_type, l.weight FROM memory_links l JOIN seeds s ON l.to_id = s.id
+    WHERE l.bank_id = %(bank)s AND l.link_type <> 'temporal'
+),
+link_scores AS (
+    SELECT unit_id,
+           coalesce(max(weight) FILTER (WHERE link_type = 'semantic'), 0) AS sw,
+           coalesce(max(weight) FILTER (WHERE link_type <> 'semantic'), 0) AS cw,
+           0::float8 AS ew
+    FROM link_hits GROUP BY unit_id
+),""")
+
+_GRAPH_SELECT = sql.SQL("""
+scored AS (
+    SELECT unit_id, sum(ew) AS ew, sum(sw) AS sw, sum(cw) AS cw FROM (
+        {sources}
+    ) x GROUP BY unit_id
+)
+SELECT u.id::text AS id, tanh(0.5 * sc.ew) + sc.sw + sc.cw AS score,
+       sc.ew AS entity_weight, sc.sw AS semantic_weight, sc.cw AS causal_weight
+FROM scored sc JOIN memory_units u ON u.bank_id = %(bank)s AND u.id = sc.unit_id
+WHERE u.fact_type = ANY(%(types)s::text[]) AND {tags}
+ORDER BY score DESC, u.id DESC
+LIMIT %(n)s""")
+
+
+def graph_statement(tags: sql.Composable, *, with_entities: bool) -> sql.Composed:
+    """Link expansion from the top semantic seeds: shared entities, semantic links (both
+    directions) and causal links; ``tanh(0.5 x weighted shared entities) + semantic weight +
+    causal weight``. Tag filters apply inside the SQL, to seeds and results alike."""
+    parts: list[sql.Composable] = [sql.SQL("WITH "), _GRAPH_SEEDS.format(tags=tags),
+                                   sql.SQL(",")]
+    if with_entities:
+        parts.append(_GRAPH_ENTITY)
+    parts.append(_GRAPH_LINKS)
+    sources: sql.Composable = sql.SQL("SELECT unit_id, ew, sw, cw FROM link_scores")
+    if with_entities:
+        sources = sql.SQL("SELECT unit_id, ew, sw, cw FROM entity_hits UNION ALL ") + sources
+    parts.append(_GRAPH_SELECT.format(sources=sources, tags=tags))
+    return sql.Composed(parts)
+
+
+# --- temporal ---------------------------------------------------------------------------------
+_DATED_COLUMNS = sql.SQL("""u.occurred_start, u.occurred_end, u.mentioned_at, u.date_grain""")
+
+_TEMPORAL_ENTRY = sql.SQL("""
+SELECT u.id::text AS id, 1 - (u.embedding <=> %(qvec)s) AS similarity, {dated}
+FROM memory_units u
+WHERE u.bank_id = %(bank)s AND u.fact_type = ANY(%(types)s::text[]) AND {tags}
+  AND ((u.occurred_start IS NOT NULL AND u.occurred_start <= %(wend)s
+        AND coalesce(u.occurred_end, u.occurred_start) >= %(wstart)s)
+       OR u.mentioned_at BETWEEN %(wstart)s AND %(wend)s)
+ORDER BY u.embedding <=> %(qvec)s
+LIMIT %(pool)s""")
+
+
+def temporal_entry_statement(tags: sql.Composable) -> sql.Composed:
+    """The most similar memories dated inside the window (occurred or mentioned)."""
+    return _TEMPORAL_ENTRY.format(dated=_DATED_COLUMNS, tags=tags)
+
+
+# Spreading along temporal and causal links from the entry points, in one recursive statement:
+# score = parent x weight x (2 for causal) x decay, continued while above %(min_score)s.
+_TEMPORAL_SPREAD = sql.SQL("""
+WITH RECURSIVE spread(id, score, depth) AS (
+    SELECT e.id, e.score, 0
+    FROM unnest(%(entry_ids)s::uuid[], %(entry_scores)s::float8[]) AS e(id, score)
+    UNION ALL
+    SELECT nxt.to_id, nxt.score, s.depth + 1
+    FROM spread s
+    CROSS JOIN LATERAL (
+        SELECT l.to_id,
+               s.score * l.weight
+                 * CASE WHEN l.link_type = 'temporal' THEN 1.0 ELSE %(causal_boost)s END
+                 * %(decay)s AS score
+        FROM memory_links l
+        WHERE l.bank_id = %(bank)s AND l.from_id = s.id AND l.weight >= 0.1
+          AND l.link_type IN ('temporal', 'causes', 'caused_by', 'enables', 'prevents')
+        ORDER BY l.weight DESC
+        LIMIT %(fanout)s) nxt
+    WHERE s.depth < %(max_depth)s AND nxt.score > %(min_score)s
+)
+SELECT u.id::text AS id, max(sp.score) AS propagated,
+       1 - (u.embedding <=> %(qvec)s) AS similarity, {dated}
+FROM spread sp JOIN memory_units u ON u.bank_id = %(bank)s AND u.id = sp.id
+WHERE sp.depth > 0 AND u.id <> ALL(%(entry_ids)s::uuid[])
+  AND u.fact_type = ANY(%(types)s::text[]) AND {tags}
+GROUP BY u.bank_id, u.id
+ORDER BY propagated DESC, u.id DESC
+LIMIT %(n)s""")
+
+
+def temporal_spread_statement(tags: sql.Composable) -> sql.Composed:
+    return _TEMPORAL_SPREAD.format(dated=_DATED_COLUMNS, tags=tags)
+
+
+# --- hydration and chunks ---------------------------------------------------------------------
+HYDRATE = """
+SELECT u.id::text AS id, u.text, u.context, u.fact_type, u.occurred_start, u.occurred_end,
+       u.mentioned_at, u.date_grain, u.tags, u.metadata, u.proof_count, u.document_id,
+       u.chunk_id,
+       coalesce((SELECT array_agg(e.canonical_name ORDER BY e.canonical_name)
+                 FROM unit_entities ue JOIN entities e
+                   ON e.bank_id = ue.bank_id AND e.id = ue.entity_id
+                 WHERE ue.bank_id = u.bank_id AND ue.unit_id = u.id), '{}') AS entities
+FROM memory_units u
+WHERE u.bank_id = %(bank)s AND u.id = ANY(%(ids)s::uuid[])"""
+
+CHUNKS = """
+SELECT chunk_id, text FROM chunks WHERE bank_id = %(bank)s AND chunk_id = ANY(%(ids)s::text[])"""
