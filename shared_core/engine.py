@@ -33,13 +33,21 @@ from shared_core.config import (
     DEFAULT_BANK,
     DEFAULT_MAX_CHUNK_TOKENS,
     DEFAULT_MAX_TOKENS,
+    DEFAULT_TEMPORAL_LINK_FLOOR,
     EngineConfig,
 )
 from shared_core.embedding import default_embedder
 from shared_core.errors import ConfigurationError, DimensionMismatchError, HindsightError
-from shared_core.protocols import DateParser, Embedder, PairScorer, TokenCounter
+from shared_core.protocols import (
+    DateParser,
+    Embedder,
+    EntityExtractor,
+    PairScorer,
+    TokenCounter,
+)
 from shared_core.recall.pipeline import RecallContext, RecallOptions, RecallSettings, recall_plan
 from shared_core.recall.rerank import Reranker
+from shared_core.retain.extract import extract
 from shared_core.retain.plan import RetainRequest, merge_vectors, retain_plan
 from shared_core.retain.prepare import coerce_items, prepare_units
 from shared_core.schema import (
@@ -52,7 +60,6 @@ from shared_core.server import acquire_embedded, normalise_dsn, release_embedded
 from shared_core.storage import queries
 from shared_core.storage.plan import Compute, Plan
 from shared_core.storage.runner import run_async, run_sync
-from shared_core.text import cjk_bigrams
 from shared_core.tokens import default_token_counter
 from shared_core.types import ArmName, MemoryRecord, RecallResult, TimeWindow
 
@@ -316,11 +323,21 @@ class MemoryEngine:
             window_tokens=self.config.sentence_window_tokens, counter=self.token_counter)
         vectors = merge_vectors(validated, units,
                                 lambda texts: self._embed_with_progress(texts, progress))
+        cfg = self.config
+        extraction = extract(
+            units, validated,
+            date_parser=self.date_parser if cfg.extract_dates else None,
+            entity_extractor=self.entity_extractor if cfg.extract_entities else None,
+            entity_threshold=cfg.entity_similarity_threshold)
         replace = sorted({i.document_id for i in validated if i.document_id is not None})
         request = RetainRequest(
-            bank=bank, items=validated, units=units, chunks=chunks, replace_documents=replace,
-            embedding_model=self.embedder.model_name, ts_config=self.config.ts_config, now=now,
-            signals=["" for _ in units], cjk=[" ".join(cjk_bigrams(u.text)) for u in units])
+            bank=bank, items=validated, units=extraction.units, chunks=chunks,
+            replace_documents=replace, embedding_model=self.embedder.model_name,
+            ts_config=cfg.ts_config, now=now, signals=extraction.signals, cjk=extraction.cjk,
+            entities=extraction.entities, entity_threshold=cfg.entity_similarity_threshold,
+            semantic_link_min=cfg.semantic_link_min_similarity,
+            semantic_link_k=cfg.semantic_link_top_k, temporal_link_k=cfg.temporal_link_top_k,
+            temporal_link_floor=DEFAULT_TEMPORAL_LINK_FLOOR)
         return request, vectors
 
     def _retain_flow(self, items: Iterable[Any], bank: str, document_id: str | None,
@@ -367,6 +384,23 @@ class MemoryEngine:
                 self._components["date_parser"] = None
         parser: DateParser | None = self._components["date_parser"]
         return parser
+
+    @property
+    def entity_extractor(self) -> EntityExtractor | None:
+        """The entity extractor used at retain (spaCy by default); None if it cannot load."""
+        if "entity_extractor" not in self._components:
+            try:
+                from shared_core.extraction.entities import SpacyEntityExtractor
+
+                extractor = SpacyEntityExtractor()
+                extractor.pipeline  # noqa: B018  (load now, so a failure is reported here)
+                self._components["entity_extractor"] = extractor
+            except Exception as exc:  # optional model: fall back loudly, once
+                warnings.warn(f"entity extraction disabled: {exc}", RuntimeWarning,
+                              stacklevel=2)
+                self._components["entity_extractor"] = None
+        found: EntityExtractor | None = self._components["entity_extractor"]
+        return found
 
     def _recall_context(self, reranker: str | PairScorer | Reranker | None) -> RecallContext:
         parser = self.date_parser

@@ -15,8 +15,9 @@ import numpy as np
 import numpy.typing as npt
 
 from shared_core.errors import DimensionMismatchError, InvalidItemError
+from shared_core.retain.links import entity_plan, link_plan
 from shared_core.retain.prepare import PreparedChunk, PreparedUnit
-from shared_core.storage.plan import Compute, Copy, Plan, Query
+from shared_core.storage.plan import Copy, Plan, Query
 from shared_core.types import MemoryItem
 
 __all__ = ["RetainRequest", "retain_plan"]
@@ -88,6 +89,12 @@ class RetainRequest:
     now: _dt.datetime
     signals: Sequence[str]
     cjk: Sequence[str]
+    entities: Sequence[Sequence[str]]
+    entity_threshold: float
+    semantic_link_min: float
+    semantic_link_k: int
+    temporal_link_k: int
+    temporal_link_floor: float
 
 
 def _check_dimension(request: RetainRequest, row: dict[str, object], dimension: int) -> None:
@@ -162,10 +169,10 @@ def retain_plan(request: RetainRequest, vectors: npt.NDArray[np.float32]) -> Pla
     ])
     yield Query(INSERT_UNITS, {"bank": request.bank, "ts_config": request.ts_config,
                                "now": request.now}, fetch="none")
+    yield from entity_plan(request.bank, units, request.entities, request.entity_threshold)
+    yield from link_plan(request.bank, request.items, units, vectors,
+                         semantic_min=request.semantic_link_min,
+                         semantic_k=request.semantic_link_k,
+                         temporal_k=request.temporal_link_k,
+                         temporal_floor=request.temporal_link_floor)
     return [u.id for u in units]
-
-
-def embed_plan(embed: Callable[[list[str]], npt.NDArray[np.float32]],
-               texts: list[str]) -> Plan[npt.NDArray[np.float32]]:
-    vectors: npt.NDArray[np.float32] = yield Compute(embed, (texts,))
-    return vectors

@@ -1,0 +1,245 @@
+"""Retain-time graph writes: entities, entity mentions and memory links, in the retain's
+transaction (after the units are inserted, so links can point at them).
+
+* entities: each name resolves to an entity of the same bank by exact match key, then by
+  ``pg_trgm`` similarity of keys above a threshold; new names become entities;
+* semantic links: each new unit to its nearest units of the bank with cosine >= 0.7 (one ANN
+  query per batch, a LATERAL join driven by the batch's rows), plus pairs inside the batch
+  computed in numpy;
+* temporal links: each dated new unit to its nearest units by event date, before and after,
+  weight ``max(0.3, 1 - |Δhours| / 24)``;
+* causal links: from explicit references on items (``caused_by``, ``causes``, ``enables``,
+  ``prevents``), weight 1.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import uuid
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from shared_core.errors import InvalidItemError
+from shared_core.extraction.entities import entity_match_key
+from shared_core.ids import uuid7
+from shared_core.retain.prepare import PreparedUnit
+from shared_core.storage.plan import Copy, Plan, Query
+from shared_core.types import MemoryItem
+
+__all__ = ["batch_semantic_pairs", "causal_links", "entity_plan", "link_plan"]
+
+_CAUSAL_FIELDS = ("caused_by", "causes", "enables", "prevents")
+
+# Exact key first, then the most similar existing key above the threshold (the % operator
+# uses the trigram index; the threshold is set for this transaction).
+RESOLVE_ENTITIES = """
+SELECT k.key, coalesce(exact.id, fuzzy.id)::text AS id
+FROM unnest(%(keys)s::text[]) AS k(key)
+LEFT JOIN entities exact ON exact.bank_id = %(bank)s AND exact.match_key = k.key
+LEFT JOIN LATERAL (
+    SELECT e.id FROM entities e
+    WHERE exact.id IS NULL AND e.bank_id = %(bank)s AND e.match_key %% k.key
+    ORDER BY similarity(e.match_key, k.key) DESC, e.mention_count DESC
+    LIMIT 1) fuzzy ON TRUE"""
+
+# A concurrent retain may create the same key first: DO UPDATE makes RETURNING give its id.
+UPSERT_ENTITIES = """
+INSERT INTO entities (bank_id, id, canonical_name, match_key, mention_count, first_seen,
+                      last_seen)
+SELECT %(bank)s, n.id, n.name, n.key, 0, n.seen, n.seen
+FROM unnest(%(ids)s::uuid[], %(names)s::text[], %(keys)s::text[], %(seen)s::timestamptz[])
+     AS n(id, name, key, seen)
+ON CONFLICT (bank_id, match_key) DO UPDATE SET match_key = excluded.match_key
+RETURNING id::text, match_key"""
+
+COUNT_MENTIONS = """
+UPDATE entities e
+SET mention_count = e.mention_count + d.n,
+    first_seen = least(e.first_seen, d.first_seen),
+    last_seen = greatest(e.last_seen, d.last_seen)
+FROM unnest(%(ids)s::uuid[], %(counts)s::int[], %(firsts)s::timestamptz[],
+            %(lasts)s::timestamptz[]) AS d(id, n, first_seen, last_seen)
+WHERE e.bank_id = %(bank)s AND e.id = d.id"""
+
+COPY_UNIT_ENTITIES = "COPY unit_entities (bank_id, unit_id, entity_id) FROM STDIN"
+
+SEMANTIC_NEIGHBOURS = """
+SELECT s.id::text AS from_id, n.id::text AS to_id, 1 - n.distance AS similarity
+FROM memory_units s
+CROSS JOIN LATERAL (
+    SELECT u.id, u.embedding <=> s.embedding AS distance
+    FROM memory_units u
+    WHERE u.bank_id = %(bank)s AND u.id <> ALL(%(ids)s::uuid[])
+    ORDER BY u.embedding <=> s.embedding
+    LIMIT %(k)s) n
+WHERE s.bank_id = %(bank)s AND s.id = ANY(%(ids)s::uuid[]) AND 1 - n.distance >= %(min)s"""
+
+TEMPORAL_NEIGHBOURS = """
+SELECT s.id::text AS from_id, n.id::text AS to_id,
+       abs(extract(epoch FROM n.event_date - s.event_date)) / 3600.0 AS hours
+FROM memory_units s
+CROSS JOIN LATERAL (
+    (SELECT u.id, u.event_date FROM memory_units u
+     WHERE u.bank_id = %(bank)s AND u.event_date <= s.event_date AND u.id <> s.id
+     ORDER BY u.event_date DESC LIMIT %(k)s)
+    UNION ALL
+    (SELECT u.id, u.event_date FROM memory_units u
+     WHERE u.bank_id = %(bank)s AND u.event_date > s.event_date AND u.id <> s.id
+     ORDER BY u.event_date ASC LIMIT %(k)s)) n
+WHERE s.bank_id = %(bank)s AND s.id = ANY(%(ids)s::uuid[]) AND s.event_date IS NOT NULL"""
+
+CHECK_REFERENCED = """
+SELECT r::text AS id FROM unnest(%(ids)s::uuid[]) AS r
+WHERE NOT EXISTS (SELECT 1 FROM memory_units u WHERE u.bank_id = %(bank)s AND u.id = r)"""
+
+COPY_LINKS = "COPY memory_links (bank_id, from_id, to_id, link_type, weight) FROM STDIN"
+
+
+def entity_plan(bank: str, units: Sequence[PreparedUnit], names: Sequence[Sequence[str]],
+                threshold: float) -> Plan[None]:
+    """Resolve every unit's entity names to entity rows and record the mentions."""
+    by_key: dict[str, str] = {}
+    mentions: list[tuple[str, str]] = []  # (unit id, key)
+    for unit, per_unit in zip(units, names, strict=True):
+        for name in per_unit:
+            key = entity_match_key(name)
+            by_key.setdefault(key, name)
+            mentions.append((unit.id, key))
+    if not mentions:
+        return
+    keys = sorted(by_key)
+    rows = yield Query(RESOLVE_ENTITIES, {"bank": bank, "keys": keys},
+                       settings={"pg_trgm.similarity_threshold": str(threshold)})
+    entity_of = {r["key"]: r["id"] for r in rows if r["id"] is not None}
+    new_keys = [k for k in keys if k not in entity_of]
+    seen_of: dict[str, _dt.datetime] = {}
+    for unit, per_unit in zip(units, names, strict=True):
+        for name in per_unit:
+            key = entity_match_key(name)
+            seen_of[key] = min(seen_of.get(key, unit.mentioned_at), unit.mentioned_at)
+    if new_keys:
+        created = yield Query(UPSERT_ENTITIES, {
+            "bank": bank, "ids": [uuid7() for _ in new_keys],
+            "names": [by_key[k] for k in new_keys], "keys": new_keys,
+            "seen": [seen_of[k] for k in new_keys]})
+        entity_of.update({r["match_key"]: r["id"] for r in created})
+
+    pairs = sorted({(unit_id, entity_of[key]) for unit_id, key in mentions})
+    counts = Counter(entity for _, entity in pairs)
+    mentioned = {u.id: u.mentioned_at for u in units}
+    firsts: dict[str, _dt.datetime] = {}
+    lasts: dict[str, _dt.datetime] = {}
+    for unit_id, entity in pairs:
+        at = mentioned[unit_id]
+        firsts[entity] = min(firsts.get(entity, at), at)
+        lasts[entity] = max(lasts.get(entity, at), at)
+    entities = sorted(counts)
+    yield Query(COUNT_MENTIONS, {
+        "bank": bank, "ids": entities, "counts": [counts[e] for e in entities],
+        "firsts": [firsts[e] for e in entities], "lasts": [lasts[e] for e in entities]},
+        fetch="none")
+    yield Copy(COPY_UNIT_ENTITIES, [(bank, u, e) for u, e in pairs])
+
+
+def batch_semantic_pairs(ids: Sequence[str], vectors: npt.NDArray[np.float32], *,
+                         min_similarity: float, top_k: int, block: int = 1024
+                         ) -> list[tuple[str, str, float]]:
+    """Top-k cosine neighbours inside the batch (vectors are unit-norm), by blocks so a large
+    batch never builds the full n x n matrix at once."""
+    out: list[tuple[str, str, float]] = []
+    n = len(ids)
+    if n < 2:
+        return out
+    for start in range(0, n, block):
+        sims = vectors[start:start + block] @ vectors.T
+        for row in range(sims.shape[0]):
+            i = start + row
+            sims[row, i] = -1.0
+            k = min(top_k, n - 1)
+            best = np.argpartition(-sims[row], k - 1)[:k]
+            for j in best:
+                s = float(sims[row, j])
+                if s >= min_similarity:
+                    out.append((ids[i], ids[int(j)], min(s, 1.0)))
+    return out
+
+
+def causal_links(items: Sequence[MemoryItem], units: Sequence[PreparedUnit]
+                 ) -> tuple[list[tuple[str, str, str]], list[str]]:
+    """Explicit causal references as (from, to, type) links, and the external ids they name.
+
+    An index names another item of this call (its first unit); a string names a stored memory.
+    """
+    first_unit: dict[int, str] = {}
+    for unit in units:
+        first_unit.setdefault(unit.item_index, unit.id)
+    links: list[tuple[str, str, str]] = []
+    external: list[str] = []
+    for index, item in enumerate(items):
+        source = first_unit.get(index)
+        if source is None:
+            continue
+        for field in _CAUSAL_FIELDS:
+            for ref in getattr(item, field):
+                if isinstance(ref, int):
+                    target = first_unit[ref]
+                else:
+                    try:
+                        target = str(uuid.UUID(ref))
+                    except ValueError as exc:
+                        raise InvalidItemError(index, f"{field} reference {ref!r} is neither "
+                                                      "an item index nor a memory id") from exc
+                    external.append(target)
+                if target != source:
+                    links.append((source, target, field))
+    return links, external
+
+
+def link_plan(bank: str, items: Sequence[MemoryItem], units: Sequence[PreparedUnit],
+              vectors: npt.NDArray[np.float32], *, semantic_min: float, semantic_k: int,
+              temporal_k: int, temporal_floor: float) -> Plan[int]:
+    """Write semantic, temporal and causal links for the new units; return how many."""
+    ids = [u.id for u in units]
+    uuids = [uuid.UUID(i) for i in ids]
+    causal, external = causal_links(items, units)
+    if external:
+        missing = yield Query(CHECK_REFERENCED, {"bank": bank,
+                                                 "ids": sorted(set(external))})
+        if missing:
+            bad = missing[0]["id"]
+            index = next(i for i, item in enumerate(items)
+                         if any(str(r) == bad for f in _CAUSAL_FIELDS for r in getattr(item, f)))
+            raise InvalidItemError(index, f"references memory {bad} which is not in bank "
+                                          f"{bank!r}")
+
+    weights: dict[tuple[str, str, str], float] = {}
+    for source, target, kind in causal:
+        weights[(source, target, kind)] = 1.0
+
+    # Semantic: neighbours already stored (new -> old), then pairs inside the batch.
+    rows = yield Query(SEMANTIC_NEIGHBOURS, {"bank": bank, "ids": uuids, "k": semantic_k,
+                                             "min": semantic_min},
+                       settings={"hnsw.ef_search": "40"})
+    for r in rows:
+        weights[(r["from_id"], r["to_id"], "semantic")] = min(float(r["similarity"]), 1.0)
+    for source, target, s in batch_semantic_pairs(ids, vectors, min_similarity=semantic_min,
+                                                  top_k=semantic_k):
+        weights[(source, target, "semantic")] = s
+
+    # Temporal: nearest by event date on both sides, the closest temporal_k kept per unit.
+    rows = yield Query(TEMPORAL_NEIGHBOURS, {"bank": bank, "ids": uuids, "k": temporal_k})
+    per_source: dict[str, list[tuple[float, str]]] = {}
+    for r in rows:
+        per_source.setdefault(r["from_id"], []).append((float(r["hours"]), r["to_id"]))
+    for source, near in per_source.items():
+        for hours, target in sorted(near)[:temporal_k]:
+            weights[(source, target, "temporal")] = max(temporal_floor, 1.0 - hours / 24.0)
+
+    # Sorted by key: a stable lock order between concurrent retains.
+    ordered = sorted(weights.items())
+    if ordered:
+        yield Copy(COPY_LINKS, [(bank, s, t, kind, w) for (s, t, kind), w in ordered])
+    return len(ordered)
