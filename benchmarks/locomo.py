@@ -82,6 +82,17 @@ OURS_CONFIGS: dict[str, dict[str, Any]] = {
     "low": {"budget": "low", "max_tokens": 16384},
     "mid": {"budget": "mid", "max_tokens": 16384},
     "high": {"budget": "high", "max_tokens": 16384},
+    # ablations: one arm off at a time, and single arms
+    "no-semantic": {"budget": "mid", "max_tokens": 16384,
+                    "arms": ("keyword", "graph", "temporal")},
+    "no-keyword": {"budget": "mid", "max_tokens": 16384,
+                   "arms": ("semantic", "graph", "temporal")},
+    "no-graph": {"budget": "mid", "max_tokens": 16384,
+                 "arms": ("semantic", "keyword", "temporal")},
+    "no-temporal": {"budget": "mid", "max_tokens": 16384,
+                    "arms": ("semantic", "keyword", "graph")},
+    "semantic-only": {"budget": "mid", "max_tokens": 16384, "arms": ("semantic",)},
+    "keyword-only": {"budget": "mid", "max_tokens": 16384, "arms": ("keyword",)},
 }
 
 

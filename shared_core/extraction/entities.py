@@ -472,7 +472,8 @@ class SpacyEntityExtractor:
       (tags NNP/NNPS, or POS PROPN) that no entity covers, trimmed the same way and labelled
       ``"PROPN"``. A one-word run that opens a sentence is kept only if it is not a common
       English word ("Good to see you!"), or if it is a noun-only word followed by a comma, the
-      way people address each other ("Calvin, I got the tickets!").
+      way people address each other ("Calvin, I got the tickets!"). The tagger must have tagged
+      the word a proper noun: "Caroline, so glad..." (tagged NN) is not recovered.
 
     The pipeline is loaded lazily on first use, once per process and model name, and used under
     a lock so one extractor (or several on the same model) can be shared by threads.
@@ -580,6 +581,9 @@ class SpacyEntityExtractor:
             return vocative
         if not _is_common_word(word, loaded.common):
             return True
+        # WordNet lists many first names as nouns ("calvin", "john"); a noun-only word followed
+        # by a comma is most likely someone being addressed. Adjectives, adverbs and verbs
+        # ("Beautiful," "Well," "Sounds,") are not.
         return vocative and not _is_common_word(word, loaded.non_noun)
 
 

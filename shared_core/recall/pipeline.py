@@ -159,19 +159,21 @@ def _temporal_hits(entries: Sequence[DatedHit], neighbours: Sequence[dict[str, A
                    window: TimeWindow) -> list[ArmHit]:
     """Entry points score their proximity; neighbours the better of their own proximity and
     what spread to them. Sorted best first (the arm's rank order)."""
-    hits: dict[str, tuple[float, float]] = {}
+    hits: dict[str, tuple[float, float, float]] = {}  # id -> (score, similarity, proximity)
     for e in entries:
-        hits[e.id] = (temporal_proximity(e.date, window), e.similarity)
+        own = temporal_proximity(e.date, window)
+        hits[e.id] = (own, e.similarity, own)
     for row in neighbours:
         hit = DatedHit(id=row["id"], similarity=float(row["similarity"]),
                        occurred_start=row["occurred_start"], occurred_end=row["occurred_end"],
                        mentioned_at=row["mentioned_at"], date_grain=row["date_grain"])
         own = temporal_proximity(hit.date, window) if hit.date else _NEIGHBOUR_NO_DATE_PROXIMITY
+        # Spread evidence ranks the neighbour, but its proximity (and so its boost) is its own.
         score = max(own, float(row["propagated"]))
         if hit.id not in hits or hits[hit.id][0] < score:
-            hits[hit.id] = (score, hit.similarity)
+            hits[hit.id] = (score, hit.similarity, own)
     ranked = sorted(hits.items(), key=lambda kv: (-kv[1][0], -kv[1][1], kv[0]))
-    return [ArmHit(id=i, score=s, temporal_proximity=min(s, 1.0)) for i, (s, _) in ranked]
+    return [ArmHit(id=i, score=s, temporal_proximity=p) for i, (s, _, p) in ranked]
 
 
 def recall_plan(ctx: RecallContext, opts: RecallOptions) -> Plan[RecallResult]:
@@ -278,7 +280,8 @@ def recall_plan(ctx: RecallContext, opts: RecallOptions) -> Plan[RecallResult]:
                 "entry_scores": [temporal_proximity(e.date, window) for e in entries],
                 "causal_boost": _CAUSAL_BOOST, "decay": settings.temporal_decay,
                 "fanout": _TEMPORAL_FANOUT, "max_depth": _TEMPORAL_MAX_DEPTH,
-                "min_score": _TEMPORAL_MIN_SCORE})
+                "min_score": _TEMPORAL_MIN_SCORE,
+                "temporal_min": settings.temporal_min_similarity})
         arms["temporal"] = _temporal_hits(entries, neighbours, window)
         timings["temporal_spread"] = (time.perf_counter() - t0) * 1e3
 

@@ -141,9 +141,11 @@ link_hits AS (
     SELECT l.to_id AS unit_id, l.link_type, l.weight FROM memory_links l JOIN seeds s
       ON l.from_id = s.id
     WHERE l.bank_id = %(bank)s AND l.link_type <> 'temporal'
+      AND l.to_id NOT IN (SELECT id FROM seeds)
     UNION ALL
     SELECT l.from_id, l.link_type, l.weight FROM memory_links l JOIN seeds s ON l.to_id = s.id
     WHERE l.bank_id = %(bank)s AND l.link_type <> 'temporal'
+      AND l.from_id NOT IN (SELECT id FROM seeds)
 ),
 link_scores AS (
     SELECT unit_id,
@@ -203,7 +205,8 @@ def temporal_entry_statement(tags: sql.Composable) -> sql.Composed:
 
 
 # Spreading along temporal and causal links from the entry points, in one recursive statement:
-# score = parent x weight x (2 for causal) x decay, continued while above %(min_score)s.
+# score = parent x weight x (2 for causal) x decay, continued while above %(min_score)s, and
+# only to memories at least %(temporal_min)s similar to the query.
 _TEMPORAL_SPREAD = sql.SQL("""
 WITH RECURSIVE spread(id, score, depth) AS (
     SELECT e.id, e.score, 0
@@ -217,8 +220,10 @@ WITH RECURSIVE spread(id, score, depth) AS (
                  * CASE WHEN l.link_type = 'temporal' THEN 1.0 ELSE %(causal_boost)s END
                  * %(decay)s AS score
         FROM memory_links l
+        JOIN memory_units n ON n.bank_id = l.bank_id AND n.id = l.to_id
         WHERE l.bank_id = %(bank)s AND l.from_id = s.id AND l.weight >= 0.1
           AND l.link_type IN ('temporal', 'causes', 'caused_by', 'enables', 'prevents')
+          AND 1 - (n.embedding <=> %(qvec)s) >= %(temporal_min)s
         ORDER BY l.weight DESC
         LIMIT %(fanout)s) nxt
     WHERE s.depth < %(max_depth)s AND nxt.score > %(min_score)s

@@ -103,6 +103,7 @@ def test_fallback_catches_vocative_sentence_initial_name(extractor: SpacyEntityE
     "Cool. Awesome. Thanks!",
     "I told you it was Monday, not Friday.",
     "Good to see you! Hope you're well.",
+    "Well, that went fine. Honestly, great.",
 ])
 def test_chat_interjections_and_common_words_are_not_entities(
     extractor: SpacyEntityExtractor, text: str
