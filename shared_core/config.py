@@ -36,6 +36,10 @@ DEFAULT_MAX_TOKENS: Final = 4096
 DEFAULT_MAX_CHUNK_TOKENS: Final = 8192
 DEFAULT_MAX_QUERY_TOKENS: Final = 500
 DEFAULT_RRF_K: Final = 60
+# RRF weight per arm. Equal weights (the leading implementation) let an arm with many weak
+# candidates (graph expansion over hub entities and near-duplicate links) outvote precise ones;
+# measured on LoCoMo conversations 0-4 (docs/benchmarks.md).
+DEFAULT_ARM_WEIGHTS: Final = {"semantic": 1.0, "keyword": 1.0, "graph": 0.3, "temporal": 0.5}
 BUDGET_N: Final = {"low": 100, "mid": 300, "high": 1000}
 ADAPTIVE_BUDGET_RATIOS: Final = {"low": 0.025, "mid": 0.075, "high": 0.25}
 ADAPTIVE_BUDGET_MIN: Final = 20
@@ -45,6 +49,7 @@ DEFAULT_GRAPH_SEED_LIMIT: Final = 20
 DEFAULT_GRAPH_SEED_MIN_SIMILARITY: Final = 0.3
 DEFAULT_GRAPH_PER_ENTITY_LIMIT: Final = 200
 DEFAULT_GRAPH_TIMEOUT_MS: Final = 2000
+DEFAULT_GRAPH_MIN_SCORE: Final = 0.0
 DEFAULT_KEYWORD_MAX_TERMS: Final = 16
 DEFAULT_TEMPORAL_MIN_SIMILARITY: Final = 0.1
 DEFAULT_TEMPORAL_ENTRY_POOL: Final = 60
@@ -53,7 +58,9 @@ DEFAULT_TEMPORAL_BUCKETS: Final = 8
 DEFAULT_TEMPORAL_DECAY: Final = 0.7
 DEFAULT_RERANK_MAX_CANDIDATES: Final = 300
 DEFAULT_RERANK_BATCH_SIZE: Final = 32
-DEFAULT_RECENCY_ALPHA: Final = 0.2
+# 0.2 in the leading implementation; measured on LoCoMo (questions about any point of a long
+# history) it cost 6-10 points of R@10 without a cross-encoder, so the default is gentler.
+DEFAULT_RECENCY_ALPHA: Final = 0.05
 DEFAULT_TEMPORAL_ALPHA: Final = 0.2
 DEFAULT_PROOF_ALPHA: Final = 0.1
 DEFAULT_RECENCY_WINDOW_DAYS: Final = 365.0

@@ -65,14 +65,15 @@ class FusedCandidate:
 
 
 def reciprocal_rank_fusion(
-    arms: Mapping[ArmName, Sequence[ArmHit]], *, k: int = DEFAULT_RRF_K
+    arms: Mapping[ArmName, Sequence[ArmHit]], *, k: int = DEFAULT_RRF_K,
+    weights: Mapping[ArmName, float] | None = None,
 ) -> list[FusedCandidate]:
     """Fuse ranked arm results into one list, best first.
 
     Empty arms contribute nothing. A hit listed twice in one arm counts once, at its best (first)
     rank; the later copy does not shift the ranks of the hits after it (ranks are list positions).
     Ties are broken by the best rank in any arm, then by id, so the output does not depend on the
-    order of ``arms``.
+    order of ``arms``. ``weights`` scales each arm's terms (default 1 for every arm).
 
     >>> fused = reciprocal_rank_fusion({"semantic": [ArmHit(id="a", score=0.9)],
     ...                                 "keyword": [ArmHit(id="x", score=2.0),
@@ -105,7 +106,8 @@ def reciprocal_rank_fusion(
     fused = [
         FusedCandidate(
             id=doc_id,
-            rrf=sum(1.0 / (k + rank) for rank in doc_ranks.values()),
+            rrf=sum((weights or {}).get(arm, 1.0) / (k + rank)
+                    for arm, rank in doc_ranks.items()),
             ranks=MappingProxyType(doc_ranks),
             arm_scores=MappingProxyType(scores[doc_id]),
             temporal_proximity=proximity.get(doc_id),

@@ -19,6 +19,8 @@ import numpy.typing as npt
 import psycopg
 
 from shared_core.config import (
+    DEFAULT_ARM_WEIGHTS,
+    DEFAULT_GRAPH_MIN_SCORE,
     DEFAULT_GRAPH_PER_ENTITY_LIMIT,
     DEFAULT_GRAPH_SEED_LIMIT,
     DEFAULT_GRAPH_SEED_MIN_SIMILARITY,
@@ -65,6 +67,11 @@ _TEMPORAL_MIN_SCORE = 0.2
 _NEIGHBOUR_NO_DATE_PROXIMITY = 0.3
 
 
+def _default_arm_weights() -> dict[ArmName, float]:
+    weights: dict[ArmName, float] = {arm: DEFAULT_ARM_WEIGHTS[arm] for arm in ARM_NAMES}
+    return weights
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RecallSettings:
     """Engine-level recall tunables (thresholds calibrated for all-MiniLM-L6-v2)."""
@@ -74,6 +81,7 @@ class RecallSettings:
     graph_seed_min_similarity: float = DEFAULT_GRAPH_SEED_MIN_SIMILARITY
     graph_per_entity_limit: int = DEFAULT_GRAPH_PER_ENTITY_LIMIT
     graph_timeout_ms: int = DEFAULT_GRAPH_TIMEOUT_MS
+    graph_min_score: float = DEFAULT_GRAPH_MIN_SCORE
     keyword_max_terms: int = DEFAULT_KEYWORD_MAX_TERMS
     temporal_min_similarity: float = DEFAULT_TEMPORAL_MIN_SIMILARITY
     temporal_entry_pool: int = DEFAULT_TEMPORAL_ENTRY_POOL
@@ -83,6 +91,7 @@ class RecallSettings:
     rerank_max_candidates: int = DEFAULT_RERANK_MAX_CANDIDATES
     rerank_batch_size: int = DEFAULT_RERANK_BATCH_SIZE
     rrf_k: int = DEFAULT_RRF_K
+    arm_weights: Mapping[ArmName, float] = field(default_factory=_default_arm_weights)
     max_query_tokens: int = DEFAULT_MAX_QUERY_TOKENS
     ts_config: str = "english"
     boosts: BoostConfig = field(default_factory=BoostConfig)
@@ -208,7 +217,7 @@ def recall_plan(ctx: RecallContext, opts: RecallOptions) -> Plan[RecallResult]:
         "tags": list(tags or ()), "n": n, "semantic_min": settings.semantic_min_similarity,
         "ts_config": settings.ts_config, "bigrams": list(terms.bigrams),
         "seed_limit": settings.graph_seed_limit, "seed_min": settings.graph_seed_min_similarity,
-        "per_entity": settings.graph_per_entity_limit,
+        "per_entity": settings.graph_per_entity_limit, "graph_min": settings.graph_min_score,
     }
     params.update({f"ft{i}": t for i, t in enumerate(types)})
 
@@ -288,7 +297,7 @@ def recall_plan(ctx: RecallContext, opts: RecallOptions) -> Plan[RecallResult]:
     # --- fusion ---------------------------------------------------------------------------
     t0 = time.perf_counter()
     fused = reciprocal_rank_fusion({a: hits for a, hits in arms.items() if hits},
-                                   k=settings.rrf_k)
+                                   k=settings.rrf_k, weights=settings.arm_weights)
     cut = fused[:settings.rerank_max_candidates]
     timings["fusion"] = (time.perf_counter() - t0) * 1e3
 

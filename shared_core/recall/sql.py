@@ -115,17 +115,22 @@ seeds AS MATERIALIZED (
 )""")
 
 # Units sharing the seeds' entities, at most %(per_entity)s per entity (newest first: ids are
-# time-ordered), each shared entity weighted 1 / (1 + ln(mentions)) so hub entities ("user",
-# a speaker's own name) count for less than rare ones.
+# time-ordered), each shared entity weighted by its IDF, ln(N / mentions) / ln(N), so a hub
+# entity ("user", a chat speaker's own name, in half the bank) counts for almost nothing and a
+# rare one for almost 1. Candidates scoring %(graph_min)s or less are noise, not evidence.
 _GRAPH_ENTITY = sql.SQL("""
 seed_entities AS (
     SELECT DISTINCT ue.entity_id FROM unit_entities ue JOIN seeds s ON ue.unit_id = s.id
     WHERE ue.bank_id = %(bank)s
 ),
+bank_size AS (
+    SELECT greatest(count(*), 2)::float8 AS n FROM memory_units WHERE bank_id = %(bank)s
+),
 entity_hits AS (
     SELECT t.unit_id, 0::float8 AS sw, 0::float8 AS cw,
-           sum(1.0 / (1.0 + ln(greatest(e.mention_count, 1)))) AS ew
+           sum(greatest(ln(bs.n / greatest(e.mention_count, 1)), 0) / ln(bs.n)) AS ew
     FROM seed_entities se
+    CROSS JOIN bank_size bs
     JOIN entities e ON e.bank_id = %(bank)s AND e.id = se.entity_id
     CROSS JOIN LATERAL (
         SELECT ue.unit_id FROM unit_entities ue
@@ -165,6 +170,7 @@ SELECT u.id::text AS id, tanh(0.5 * sc.ew) + sc.sw + sc.cw AS score,
        sc.ew AS entity_weight, sc.sw AS semantic_weight, sc.cw AS causal_weight
 FROM scored sc JOIN memory_units u ON u.bank_id = %(bank)s AND u.id = sc.unit_id
 WHERE u.fact_type = ANY(%(types)s::text[]) AND {tags}
+  AND tanh(0.5 * sc.ew) + sc.sw + sc.cw > %(graph_min)s
 ORDER BY score DESC, u.id DESC
 LIMIT %(n)s""")
 

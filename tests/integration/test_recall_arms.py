@@ -19,6 +19,7 @@ import psycopg
 import pytest
 
 from shared_core import MemoryEngine, MemoryItem, TimeWindow
+from shared_core.config import DEFAULT_ARM_WEIGHTS
 
 DIM = 384
 UTC = dt.UTC
@@ -341,9 +342,10 @@ def test_fusion_keeps_semantic_and_temporal_evidence(
     expected = _proximity(dates["sem"], SPRING)
     assert sem.scores.temporal_proximity == pytest.approx(expected, abs=1e-6)
     assert sem.scores.arm_scores["temporal"] == pytest.approx(expected, abs=1e-6)
-    # RRF sums every arm's reciprocal rank (k = 60)
+    # RRF sums every arm's weighted reciprocal rank (k = 60)
     ranks = sem.scores.arm_ranks
-    assert sem.scores.rrf == pytest.approx(sum(1 / (60 + r) for r in ranks.values()))
+    assert sem.scores.rrf == pytest.approx(
+        sum(DEFAULT_ARM_WEIGHTS[arm] / (60 + r) for arm, r in ranks.items()))
     # and the proximity feeds the temporal boost: 1 + 0.2 × (proximity − 0.5)
     assert sem.scores.temporal_boost == pytest.approx(1 + 0.2 * (expected - 0.5), abs=1e-6)
 

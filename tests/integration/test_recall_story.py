@@ -18,7 +18,7 @@ from shared_core import (
     RecallResult,
     TimeWindow,
 )
-from shared_core.config import DEFAULT_CROSS_ENCODER
+from shared_core.config import DEFAULT_ARM_WEIGHTS, DEFAULT_CROSS_ENCODER
 
 UTC = dt.UTC
 QUERY_TIME = dt.datetime(2024, 6, 15, 12, tzinfo=UTC)
@@ -112,7 +112,8 @@ def test_trace_has_timings_and_fusion(engine: MemoryEngine,
     fused = dict(trace.fusion)
     for m in result.memories:
         assert m.scores.rrf == pytest.approx(fused[m.id])
-        assert m.scores.rrf == pytest.approx(sum(1 / (60 + r) for r in m.scores.arm_ranks.values()))
+        assert m.scores.rrf == pytest.approx(
+            sum(DEFAULT_ARM_WEIGHTS[a] / (60 + r) for a, r in m.scores.arm_ranks.items()))
     assert [m.score for m in result.memories] == sorted((m.score for m in result.memories),
                                                         reverse=True)
 

@@ -1,0 +1,91 @@
+"""Smoke test of the latency/retain benchmark harness on a tiny corpus (fast: no model runs
+for the corpus, no LoCoMo file needed).
+
+A deterministic stand-in encoder gives the corpus and the queries their vectors; the session
+``engine`` (real embedded Postgres) holds a fresh bank.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+sys.path.insert(0, str(BENCH))
+
+import _corpus as C  # noqa: E402
+import recall_latency as R  # noqa: E402
+import retain as RT  # noqa: E402
+
+
+def _encoder(texts: list[str]) -> npt.NDArray[np.float32]:
+    out = np.zeros((len(texts), C.DIMENSION), dtype=np.float32)
+    for i, text in enumerate(texts):
+        for word in text.lower().split():
+            out[i, hash(word) % C.DIMENSION] += 1.0
+    return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
+
+
+def test_quantiles_interpolate_like_numpy() -> None:
+    values = [4.0, 1.0, 3.0, 2.0]
+    assert R.quantile(values, 50) == pytest.approx(2.5)
+    assert R.quantile(values, 95) == pytest.approx(1 + 0.95 * 3)  # 3.85
+    assert R.quantile([7.0], 99) == 7.0
+    rng = np.random.default_rng(0).random(101).tolist()
+    for q in (50, 95, 99):
+        assert R.quantile(rng, q) == pytest.approx(float(np.percentile(rng, q)))
+
+
+def test_summarise_headline_excludes_embedding_and_rerank() -> None:
+    rows = [{"query_embedding": 10.0, "arms": 5.0, "rerank": 2.0, "total": 20.0},
+            {"query_embedding": 12.0, "arms": 7.0, "rerank": 1.0, "total": 30.0}]
+    summary = R.summarise(rows)
+    assert summary[R.HEADLINE]["p50"] == pytest.approx((8.0 + 17.0) / 2)
+    assert summary["arms"]["n"] == 2
+    assert next(iter(summary)) == "query_embedding"  # pipeline order
+
+
+def test_corpus_is_prefix_stable_and_zipf() -> None:
+    small, big = C.generate_memories(30), C.generate_memories(300)
+    assert small == big[:30]
+    counts: dict[str, int] = {}
+    for m in big:
+        assert m.entities and all(e in m.text for e in m.entities)
+        assert C.START <= m.occurred_start <= m.mentioned_at
+        for e in m.entities:
+            counts[e] = counts.get(e, 0) + 1
+    top = sorted(counts.values(), reverse=True)
+    assert top[0] >= 5 * top[len(top) // 2]  # a hub, and a long tail
+
+
+def test_synthetic_vectors_cluster_around_centres() -> None:
+    centres = _encoder([f"text number {i}" for i in range(20)])
+    vectors = C.synthetic_vectors(centres, 200, cosine=0.8)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    best = (vectors @ centres.T).max(axis=1)
+    assert 0.7 < float(np.median(best)) < 0.9
+
+
+def test_harness_on_tiny_corpus(engine: object, bank: str) -> None:
+    corpus = C.make_corpus(50, encoder=_encoder, real_limit=30, use_cache=False)
+    assert corpus.vectors.shape == (50, C.DIMENSION) and corpus.real == 30
+    queries = C.make_queries(6, encoder=_encoder, use_cache=False)
+    load = R.ensure_bank(engine, corpus, bank, batch=20, log=lambda _: None)
+    assert load == {"reused": False, "seconds": load["seconds"], "memories": 50,
+                    "per_second": load["per_second"]}
+    assert R.ensure_bank(engine, corpus, bank)["reused"] is True
+
+    ours = R.measure_ours(engine, bank, queries, calls=2, clients=2, warmup=0)
+    assert ours["calls"] == 2 and ours["qps"] > 0
+    assert {"total", "arms", R.HEADLINE} <= set(ours["stages"])
+    plain = R.measure_plain(engine.dsn, bank, queries,  # type: ignore[attr-defined]
+                            lambda t: _encoder([t])[0], calls=4, clients=2, warmup=0)
+    assert plain["rows_mean"] == 10
+    size = {"ours_1": ours, "ours_8": ours, "plain_1": plain, "plain_8": plain}
+    size["ratios"] = R.ratios(size)
+    assert "| **" + R.HEADLINE in R.markdown({"sizes": {"50": size}})
+    assert RT.db_size(engine.dsn) > 0  # type: ignore[attr-defined]
