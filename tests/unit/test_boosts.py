@@ -155,7 +155,8 @@ def _inputs() -> list[BoostInput]:
 
 
 def test_apply_boosts_arithmetic_with_window() -> None:
-    scored = apply_boosts([0.85, 0.8], _inputs(), NOW, True)
+    # The leading implementation's recency strength (ours defaults to a gentler 0.05).
+    scored = apply_boosts([0.85, 0.8], _inputs(), NOW, True, BoostConfig(recency_alpha=0.2))
     rec_a = 1 - 181 / 365
     expected_a = (0.8 * (1 + 0.2 * (rec_a - 0.5)) * (1 + 0.2 * (0.9 - 0.5))
                   * (1 + 0.1 * (0.5 + math.log(10) / 10 - 0.5)))
@@ -170,7 +171,7 @@ def test_apply_boosts_arithmetic_with_window() -> None:
 
 
 def test_apply_boosts_temporal_neutral_without_window() -> None:
-    scored = apply_boosts([0.85, 0.8], _inputs(), NOW, False)
+    scored = apply_boosts([0.85, 0.8], _inputs(), NOW, False, BoostConfig(recency_alpha=0.2))
     a = next(s for s in scored if s.id == "a")
     assert a.temporal_boost == 1.0
     assert a.final == pytest.approx(0.8 * (1 + 0.2 * (1 - 181 / 365 - 0.5))
