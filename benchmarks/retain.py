@@ -1,0 +1,244 @@
+"""Retain throughput on LoCoMo turns: memories/s, peak RSS, database size per 1k memories.
+
+    .venv/bin/python benchmarks/retain.py --sizes 1000 10000 --out docs/benchmarks/retain.json
+    .venv/bin/python benchmarks/retain.py --quick                  # 1k only
+
+Dataset: LoCoMo (Maharana et al., ACL 2024), CC BY-NC 4.0, read from
+``/work/shared/data/locomo/locomo10.json`` (``--data`` / ``$LOCOMO_PATH``), never copied here;
+absent, the benchmark skips with a message. Memories are the 5,882 turns in the LoCoMo
+protocol's form (``<speaker> said, "<text>"``, ``mentioned_at`` = the session time), repeated
+in order to reach 10k.
+
+Modes, each in a fresh bank and a fresh worker process (so peak RSS is per mode):
+
+* ``a-everything``: default ``EngineConfig``, the engine embeds (all-MiniLM-L6-v2) and extracts;
+* ``b-precomputed``: vectors passed on each ``MemoryItem`` (cached all-MiniLM-L6-v2 vectors of
+  the same texts), extraction on;
+* ``c-no-extraction``: vectors passed, ``EngineConfig(extract_entities=False,
+  extract_dates=False)``.
+
+Each worker warms its models up (a 20-memory retain into a scratch bank) before timing, then
+retains ``--batch`` memories per ``retain`` call. Database size: growth of
+``pg_total_relation_size`` over the memory tables (with indexes and TOAST) during the run,
+divided by thousands of memories, on a dedicated embedded server
+(``~/.cache/hindsight-retrievers/bench-retain-pgdata``) emptied first. Breakdown of (a): the
+embedder alone on the same texts; extraction = (b) - (c); the rest (preparation, links, SQL).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import resource
+import shlex
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from _corpus import cache_dir  # noqa: E402
+from _locomo import DEFAULT_DATA_PATH  # noqa: E402
+
+MODES = ("a-everything", "b-precomputed", "c-no-extraction")
+TABLES = ("banks", "documents", "chunks", "memory_units", "entities", "unit_entities",
+          "memory_links")
+TARGET_B = 1000.0
+
+
+def locomo_turns(path: Path, n: int) -> list[tuple[str, dt.datetime]]:
+    """The first ``n`` LoCoMo turns (text, mentioned_at), cycling over the 5,882 turns."""
+    from _locomo import load_locomo
+
+    turns = [(t.text, t.mentioned_at) for conv in load_locomo(path) for t in conv.turns]
+    return [turns[i % len(turns)] for i in range(n)]
+
+
+def db_size(dsn: str) -> int:
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c "
+            "WHERE c.relname = ANY(%s) AND c.relkind = 'r' AND c.relnamespace = "
+            "current_schema()::regnamespace", (list(TABLES),)).fetchone()
+    return int(row[0] or 0)
+
+
+def empty_database(dsn: str) -> None:
+    """Drop every bank and compact the tables, so size growth is measured from zero."""
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("DELETE FROM banks")
+        for table in TABLES:
+            conn.execute(f"VACUUM FULL {table}")
+
+
+def peak_rss_mb() -> float:
+    # ru_maxrss is in KiB on Linux: the peak resident set of this process (not the server's).
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+# --- one measurement, in its own process ------------------------------------------------------
+def worker(mode: str, n: int, data: Path, dsn: str, batch: int) -> dict[str, Any]:
+    from shared_core import EngineConfig, MemoryEngine
+    from shared_core.types import MemoryItem
+
+    turns = locomo_turns(data, n)
+    vectors = None
+    if mode != "a-everything":
+        from _peers import EmbeddingCache
+
+        cache = EmbeddingCache()
+        cache.ensure(t for t, _ in turns)
+        cache.save()
+        vectors = [cache.get(t) for t, _ in turns]
+    config = (EngineConfig(extract_entities=False, extract_dates=False)
+              if mode == "c-no-extraction" else EngineConfig())
+    items = [MemoryItem(text=t, mentioned_at=when, metadata={"turn": i},
+                        embedding=None if vectors is None else vectors[i])
+             for i, (t, when) in enumerate(turns)]
+    rss_before = peak_rss_mb()
+    with MemoryEngine(dsn, config=config) as engine:
+        # Warm-up: load every model the mode uses, outside the timing.
+        warm = items[:20] if mode != "a-everything" else [
+            MemoryItem(text=t, mentioned_at=w) for t, w in turns[:20]]
+        engine.retain(warm, bank=f"retain-warmup-{mode}", progress=False)
+        size_before = db_size(dsn)
+        bank = f"retain-{mode}-{n}"
+        started = time.perf_counter()
+        for s in range(0, n, batch):
+            engine.retain(items[s:s + batch], bank=bank, progress=False)
+        seconds = time.perf_counter() - started
+        size_after = db_size(dsn)
+        stats = engine.stats(bank)
+        result: dict[str, Any] = {
+            "mode": mode, "memories": n, "batch": batch, "seconds": round(seconds, 2),
+            "per_second": round(n / seconds, 1), "peak_rss_mb": round(peak_rss_mb(), 0),
+            "rss_before_mb": round(rss_before, 0),
+            "db_bytes_per_1k": round((size_after - size_before) / (n / 1000)),
+            "bank": {"memories": stats.memories, "entities": stats.entities,
+                     "links": dict(stats.links_by_type)},
+        }
+        if mode == "a-everything":
+            # The embedder alone on the same texts (already warm), for the breakdown.
+            t0 = time.perf_counter()
+            engine.embedder.embed_documents([t for t, _ in turns])
+            result["embedding_only_s"] = round(time.perf_counter() - t0, 2)
+    return result
+
+
+def run_worker(mode: str, n: int, args: argparse.Namespace, dsn: str) -> dict[str, Any]:
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", mode, "--n", str(n),
+           "--dsn", dsn, "--data", str(args.data), "--batch", str(args.batch)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        sys.stderr.write(proc.stderr[-4000:])
+        return {"mode": mode, "memories": n, "error": proc.stderr.strip().splitlines()[-1:]}
+    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return result
+
+
+def breakdown(a: dict[str, Any], b: dict[str, Any], c: dict[str, Any]) -> dict[str, float]:
+    """Shares of (a)'s time: embedding (measured alone), extraction ((b) - (c)), the rest."""
+    total = a["seconds"]
+    embedding = a.get("embedding_only_s", 0.0)
+    extraction = max(0.0, b["seconds"] - c["seconds"])
+    rest = max(0.0, total - embedding - extraction)
+    return {"total_s": total, "embedding_s": embedding, "extraction_s": round(extraction, 2),
+            "prepare_links_db_s": round(rest, 2),
+            "embedding_share": round(embedding / total, 3),
+            "extraction_share": round(extraction / total, 3),
+            "prepare_links_db_share": round(rest / total, 3)}
+
+
+def markdown(report: dict[str, Any]) -> str:
+    lines = ["| mode | memories | seconds | memories/s | peak RSS MB | DB bytes / 1k memories "
+             "| entities | links |", "|---|---:|---:|---:|---:|---:|---:|---|"]
+    for r in report["runs"]:
+        if "error" in r:
+            lines.append(f"| {r['mode']} | {r['memories']} | error: {r['error']} | | | | | |")
+            continue
+        lines.append(f"| {r['mode']} | {r['memories']:,} | {r['seconds']} | "
+                     f"{r['per_second']:,.0f} | {r['peak_rss_mb']:.0f} | "
+                     f"{r['db_bytes_per_1k']:,} | {r['bank']['entities']} | "
+                     f"{r['bank']['links']} |")
+    for n, bd in report.get("breakdown", {}).items():
+        lines.append("")
+        lines.append(f"Breakdown of (a) at {int(n):,}: " + ", ".join(
+            f"{k} {v}" for k, v in bd.items()))
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000])
+    p.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
+    p.add_argument("--quick", action="store_true", help="1k memories only")
+    p.add_argument("--batch", type=int, default=1000, help="memories per retain call")
+    p.add_argument("--data", type=Path, default=DEFAULT_DATA_PATH)
+    p.add_argument("--out", type=Path, default=None)
+    p.add_argument("--dsn", default=None)
+    p.add_argument("--data-dir", type=Path, default=None)
+    p.add_argument("--worker", choices=MODES, help=argparse.SUPPRESS)
+    p.add_argument("--n", type=int, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+
+    if not args.data.exists():
+        print(f"SKIP retain benchmark: LoCoMo not found at {args.data} (CC BY-NC 4.0; it is "
+              "read from ../shared/data, never shipped). Set --data or $LOCOMO_PATH.")
+        return 0
+    if args.worker:
+        print(json.dumps(worker(args.worker, args.n, args.data, args.dsn, args.batch)))
+        return 0
+    if args.quick:
+        args.sizes = [1000]
+
+    from shared_core import MemoryEngine
+
+    # The parent holds the server open; workers connect to it by DSN.
+    holder = (MemoryEngine(args.dsn) if args.dsn else
+              MemoryEngine(data_dir=args.data_dir or cache_dir() / "bench-retain-pgdata"))
+    report: dict[str, Any] = {"runs": [], "breakdown": {}, "meta": {
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "command": "python " + shlex.join(["benchmarks/retain.py", *(argv or sys.argv[1:])]),
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
+                    "note": "2 cores shared with other engineers' jobs during the run"},
+        "batch": args.batch, "target_b_per_second": TARGET_B}}
+    try:
+        holder.stats("retain-probe")  # bootstraps the schema
+        for n in args.sizes:
+            by_mode = {}
+            for mode in args.modes:
+                empty_database(holder.dsn)
+                print(f"== {mode} x {n:,}", flush=True)
+                result = run_worker(mode, n, args, holder.dsn)
+                print(f"   {result}", flush=True)
+                report["runs"].append(result)
+                by_mode[mode] = result
+            if all(m in by_mode and "error" not in by_mode[m] for m in MODES):
+                report["breakdown"][str(n)] = breakdown(*(by_mode[m] for m in MODES))
+        empty_database(holder.dsn)
+    finally:
+        holder.close()
+    text = markdown(report)
+    print(text)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
