@@ -25,6 +25,8 @@ from shared_core.config import (
     DEFAULT_GRAPH_SEED_LIMIT,
     DEFAULT_GRAPH_SEED_MIN_SIMILARITY,
     DEFAULT_GRAPH_TIMEOUT_MS,
+    DEFAULT_KEYWORD_COMMON_MAX_FREQ,
+    DEFAULT_KEYWORD_COMMON_MIN_ROWS,
     DEFAULT_KEYWORD_MAX_TERMS,
     DEFAULT_MAX_QUERY_TOKENS,
     DEFAULT_RERANK_BATCH_SIZE,
@@ -83,6 +85,8 @@ class RecallSettings:
     graph_timeout_ms: int = DEFAULT_GRAPH_TIMEOUT_MS
     graph_min_score: float = DEFAULT_GRAPH_MIN_SCORE
     keyword_max_terms: int = DEFAULT_KEYWORD_MAX_TERMS
+    keyword_common_max_freq: float = DEFAULT_KEYWORD_COMMON_MAX_FREQ
+    keyword_common_min_rows: int = DEFAULT_KEYWORD_COMMON_MIN_ROWS
     temporal_min_similarity: float = DEFAULT_TEMPORAL_MIN_SIMILARITY
     temporal_entry_pool: int = DEFAULT_TEMPORAL_ENTRY_POOL
     temporal_entry_points: int = DEFAULT_TEMPORAL_ENTRY_POINTS
@@ -219,7 +223,8 @@ def recall_plan(ctx: RecallContext, opts: RecallOptions) -> Plan[RecallResult]:
         "seed_limit": settings.graph_seed_limit, "seed_min": settings.graph_seed_min_similarity,
         "per_entity": settings.graph_per_entity_limit, "graph_min": settings.graph_min_score,
     }
-    params.update({f"ft{i}": t for i, t in enumerate(types)})
+    params.update({"keyword_n": n * len(types), "common_max_freq": settings.keyword_common_max_freq,
+                   "common_min_rows": settings.keyword_common_min_rows})
 
     use_keyword = "keyword" in opts.arms and bool(terms)
     if use_keyword and len(words) > settings.keyword_max_terms:
@@ -237,7 +242,8 @@ def recall_plan(ctx: RecallContext, opts: RecallOptions) -> Plan[RecallResult]:
     # --- arms, concurrently on separate pooled connections -------------------------------
     statements: list[tuple[str, Query]] = []
     if "semantic" in opts.arms or use_keyword:
-        stmt = q.lexical_semantic_statement(types, tag_sql, keyword=use_keyword)
+        stmt = q.lexical_semantic_statement(types, tag_sql, keyword=use_keyword,
+                                            semantic="semantic" in opts.arms)
         statements.append(("lexical", Query(stmt, params)))
     if "graph" in opts.arms:
         statements.append(("graph", Query(q.graph_statement(tag_sql, with_entities=True), params,

@@ -38,18 +38,35 @@ def tag_clause(tags: Sequence[str] | None, mode: TagsMatch) -> sql.Composable:
     return sql.SQL(templates[mode]).format(c=col)
 
 
-# --- semantic + keyword: one statement, one parenthesised arm per (arm, fact type) ----------
-# Each arm keeps its own ORDER BY ... LIMIT so the HNSW and GIN indexes both serve it.
+# --- semantic + keyword: one statement ----------------------------------------------------
+# The keyword query OR-joins the terms. On a large table (over %(common_min_rows)s rows, from
+# pg_class) terms the planner statistics see in more than %(common_max_freq)s of rows are
+# dropped first: they match much of the bank, cost a ts_rank_cd per matching row, and carry
+# almost no information (the leading implementation spent seconds there, #2528 / #3498).
 _KEYWORD_QUERY = sql.SQL("""
+common AS (
+    SELECT f.elem
+    FROM pg_stats ps,
+         unnest(ps.most_common_elems::text::text[], ps.most_common_elem_freqs) AS f(elem, freq)
+    WHERE ps.schemaname = current_schema() AND ps.tablename = 'memory_units'
+      AND ps.attname = 'search_vector' AND f.freq > %(common_max_freq)s
+      AND (SELECT c.reltuples FROM pg_class c
+           WHERE c.oid = 'memory_units'::regclass) >= %(common_min_rows)s
+),
 kq AS (
     SELECT coalesce(string_agg(t.q::text, ' | '), '')::tsquery AS q FROM (
         SELECT plainto_tsquery(%(ts_config)s::regconfig, w) AS q
         FROM unnest(%(words)s::text[]) AS w
+        WHERE NOT EXISTS (
+            SELECT 1 FROM common c
+            WHERE c.elem = ANY(tsvector_to_array(to_tsvector(%(ts_config)s::regconfig, w))))
         UNION ALL
         SELECT plainto_tsquery('simple', g) FROM unnest(%(bigrams)s::text[]) AS g
     ) t WHERE numnode(t.q) > 0
 )""")
 
+# One arm per fact type, the type inlined as a literal (a validated enum value) so the planner
+# picks that type's partial HNSW index (migration 0003) instead of filtering a shared one.
 _SEMANTIC_ARM = sql.SQL("""(
     SELECT 'semantic' AS arm, u.id::text AS id, 1 - (u.embedding <=> %(qvec)s) AS score
     FROM memory_units u
@@ -57,27 +74,28 @@ _SEMANTIC_ARM = sql.SQL("""(
     ORDER BY u.embedding <=> %(qvec)s
     LIMIT %(n)s)""")
 
+# One keyword scan for all requested types: ts_rank_cd runs once per matching row, not once
+# per (row, fact type).
 _KEYWORD_ARM = sql.SQL("""(
     SELECT 'keyword' AS arm, u.id::text AS id, ts_rank_cd(u.search_vector, kq.q, 1) AS score
     FROM memory_units u, kq
-    WHERE u.bank_id = %(bank)s AND u.fact_type = {ft} AND {tags} AND u.search_vector @@ kq.q
+    WHERE u.bank_id = %(bank)s AND u.fact_type = ANY(%(types)s::text[]) AND {tags}
+      AND u.search_vector @@ kq.q
     ORDER BY score DESC, u.id DESC
-    LIMIT %(n)s)""")
+    LIMIT %(keyword_n)s)""")
 
 
 def lexical_semantic_statement(types: Sequence[str], tags: sql.Composable, *,
-                               keyword: bool) -> sql.Composed:
-    """Semantic (and keyword) arms for every fact type, as one ``UNION ALL``.
+                               keyword: bool, semantic: bool = True) -> sql.Composed:
+    """Semantic arms (one per fact type) and the keyword arm, as one ``UNION ALL``.
 
     Semantic rows below ``%(semantic_min)s`` cosine are dropped after each arm's LIMIT.
-    Fact types are bound as ``%(ft0)s``, ``%(ft1)s``...
     """
     arms: list[sql.Composable] = []
-    for i, _ in enumerate(types):
-        ft = sql.Placeholder(f"ft{i}")
-        arms.append(_SEMANTIC_ARM.format(ft=ft, tags=tags))
-        if keyword:
-            arms.append(_KEYWORD_ARM.format(ft=ft, tags=tags))
+    if semantic:
+        arms.extend(_SEMANTIC_ARM.format(ft=sql.Literal(t), tags=tags) for t in types)
+    if keyword:
+        arms.append(_KEYWORD_ARM.format(tags=tags))
     body = sql.SQL(" UNION ALL ").join(arms)
     with_clause = sql.SQL("WITH ") + _KEYWORD_QUERY + sql.SQL(" ") if keyword else sql.SQL("")
     return sql.SQL("{with_}SELECT arm, id, score FROM ({body}) arms "

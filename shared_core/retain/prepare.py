@@ -10,10 +10,11 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import json
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from shared_core.errors import InvalidItemError
 from shared_core.ids import uuid7
@@ -135,8 +136,11 @@ def _coerce_one(index: int, raw: Any, document_id: str | None) -> MemoryItem:
             if isinstance(ref, bool) or not isinstance(ref, str | int):
                 raise InvalidItemError(index, f"{name} entries must be ids (str) or indexes (int)")
     if item.embedding is not None:
-        vector = list(item.embedding)
-        if not vector or not all(isinstance(v, int | float) and math.isfinite(v) for v in vector):
+        try:
+            vector = np.asarray(item.embedding, dtype=np.float64)
+        except (TypeError, ValueError):
+            vector = np.zeros(0)
+        if vector.ndim != 1 or vector.size == 0 or not np.isfinite(vector).all():
             raise InvalidItemError(index, "embedding must be a non-empty sequence of finite numbers")
     return dataclasses.replace(
         item, occurred_start=start, occurred_end=end, mentioned_at=mentioned,

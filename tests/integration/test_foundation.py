@@ -161,7 +161,9 @@ def test_an_engine_of_another_dimension_is_refused(engine: MemoryEngine) -> None
 def test_precomputed_embeddings_are_used(engine: MemoryEngine, bank: str) -> None:
     vector = np.zeros(384, dtype=np.float32)
     vector[0] = 2.0
-    (i,) = engine.retain([MemoryItem(text="precomputed", embedding=vector.tolist())], bank=bank)
+    (i, j) = engine.retain([MemoryItem(text="precomputed", embedding=vector.tolist()),
+                            MemoryItem(text="numpy", embedding=vector)], bank=bank)
+    assert engine.get(j, bank=bank) is not None  # numpy arrays are accepted as they are
     with psycopg.connect(engine.dsn) as conn:
         row = conn.execute("SELECT embedding::text FROM memory_units WHERE bank_id = %s AND id = %s",
                            (bank, i)).fetchone()
