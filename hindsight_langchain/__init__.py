@@ -11,14 +11,20 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from hindsight_langchain.retriever import HindsightRetriever, import_pgvector_collection
+    from hindsight_langchain.retriever import (
+        HindsightRetriever,
+        aimport_pgvector_collection,
+        import_pgvector_collection,
+    )
     from hindsight_langchain.time_weighted import TimeWeightedHindsightRetriever
 
-__all__ = ["HindsightRetriever", "TimeWeightedHindsightRetriever", "import_pgvector_collection"]
+__all__ = ["HindsightRetriever", "TimeWeightedHindsightRetriever", "aimport_pgvector_collection",
+           "import_pgvector_collection"]
 
 _WHERE = {
     "HindsightRetriever": "hindsight_langchain.retriever",
     "import_pgvector_collection": "hindsight_langchain.retriever",
+    "aimport_pgvector_collection": "hindsight_langchain.retriever",
     "TimeWeightedHindsightRetriever": "hindsight_langchain.time_weighted",
 }
 

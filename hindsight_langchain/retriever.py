@@ -29,12 +29,14 @@ from hindsight_langchain._common import (
     iso_or_none,
     resolve_engine,
 )
+from hindsight_langchain._import import aimport_pgvector_collection, import_pgvector_collection
 from shared_core import ConfigurationError, MemoryEngine, MemoryItem, RecallResult
 from shared_core.config import DEFAULT_BANK, DEFAULT_MAX_TOKENS
 from shared_core.engine import AsyncMemoryEngine
 from shared_core.types import FACT_TYPES, RecalledMemory
 
-__all__ = ["HindsightRetriever", "import_pgvector_collection", "memory_to_document"]
+__all__ = ["HindsightRetriever", "aimport_pgvector_collection", "import_pgvector_collection",
+           "memory_to_document"]
 
 _RECALL_KEYS = ("bank", "max_tokens", "budget", "types", "tags", "tags_match", "query_timestamp",
                 "temporal_window", "include_chunks", "max_chunk_tokens", "reranker")
@@ -209,9 +211,3 @@ class HindsightRetriever(BaseRetriever):
         params["ls_embedding_provider"] = type(self.engine.embedder).__name__
         params["ls_embedding_model"] = self.engine.embedder.model_name
         return params
-
-
-def import_pgvector_collection(*args: Any, **kwargs: Any) -> list[str]:
-    """Copy a ``langchain-postgres`` collection into a bank (not implemented yet)."""
-    raise NotImplementedError("import_pgvector_collection is not implemented yet")
-

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -37,7 +37,12 @@ from shared_core.config import (
     EngineConfig,
 )
 from shared_core.embedding import default_embedder
-from shared_core.errors import ConfigurationError, DimensionMismatchError, HindsightError
+from shared_core.errors import (
+    ConfigurationError,
+    DimensionMismatchError,
+    HindsightError,
+    InvalidItemError,
+)
 from shared_core.protocols import (
     DateParser,
     Embedder,
@@ -45,6 +50,7 @@ from shared_core.protocols import (
     PairScorer,
     TokenCounter,
 )
+
 from shared_core.recall.pipeline import RecallContext, RecallOptions, RecallSettings, recall_plan
 from shared_core.recall.rerank import Reranker
 from shared_core.retain.extract import extract
@@ -62,6 +68,9 @@ from shared_core.storage.plan import Compute, Plan
 from shared_core.storage.runner import run_async, run_sync
 from shared_core.tokens import default_token_counter
 from shared_core.types import ArmName, MemoryRecord, RecallResult, TimeWindow
+
+if TYPE_CHECKING:
+    from shared_core.extraction.facts import FactExtractor
 
 __all__ = ["AsyncMemoryEngine", "BankInfo", "BankStats", "MemoryEngine"]
 
@@ -341,16 +350,24 @@ class MemoryEngine:
         return request, vectors
 
     def _retain_flow(self, items: Iterable[Any], bank: str, document_id: str | None,
-                     progress: bool) -> Plan[list[str]]:
+                     progress: bool, fact_extractor: FactExtractor | None = None
+                     ) -> Plan[list[str]]:
         check_bank(bank)
         materialised = list(items) if not isinstance(items, str | bytes) else items
+        if fact_extractor is not None and not isinstance(materialised, str | bytes):
+            for index, raw in enumerate(materialised):
+                if not isinstance(raw, str):
+                    raise InvalidItemError(index, "with a fact_extractor, items must be strings "
+                                                  "(the extractor turns them into facts)")
+            materialised = yield Compute(fact_extractor.extract_facts, (materialised,))
         request, vectors = yield Compute(self._prepare_retain,
                                          (materialised, bank, document_id, progress))
         ids: list[str] = yield from retain_plan(request, vectors)
         return ids
 
     def retain(self, items: Iterable[Any], *, bank: str = DEFAULT_BANK,
-               document_id: str | None = None, progress: bool = True) -> list[str]:
+               document_id: str | None = None, progress: bool = True,
+               fact_extractor: FactExtractor | None = None) -> list[str]:
         """Store memories; return the new memory ids in input order.
 
         ``items`` are strings, dicts of :class:`~shared_core.types.MemoryItem` fields, or
@@ -358,17 +375,22 @@ class MemoryEngine:
         item raises :class:`~shared_core.errors.InvalidItemError` naming its index). Retaining
         a ``document_id`` again replaces that document's memories. Items longer than
         ``config.unit_max_tokens`` are stored whole as a chunk and split into sentence windows.
+        With a ``fact_extractor`` (e.g. :class:`~shared_core.extraction.facts.
+        LangChainFactExtractor` over any chat model), string items are first turned into
+        facts, with entities, dates and causal links, by the LLM; without one, no LLM is used.
 
         >>> engine.retain(["Alice works at Google.",
         ...                {"text": "Bob moved to Paris.", "tags": ["bob"]}], bank="demo")
         ['0196...', '0196...']
         """
-        return self._run(self._retain_flow(items, bank, document_id, progress))
+        return self._run(self._retain_flow(items, bank, document_id, progress, fact_extractor))
 
     async def aretain(self, items: Iterable[Any], *, bank: str = DEFAULT_BANK,
-                      document_id: str | None = None, progress: bool = True) -> list[str]:
+                      document_id: str | None = None, progress: bool = True,
+                      fact_extractor: FactExtractor | None = None) -> list[str]:
         """Async twin of :meth:`retain`."""
-        return await self._arun(self._retain_flow(items, bank, document_id, progress))
+        return await self._arun(self._retain_flow(items, bank, document_id, progress,
+                                                  fact_extractor))
 
     # ---------------------------------------------------------------- recall
     @property

@@ -9,6 +9,7 @@ catch one type. The tree::
     ├── SchemaError                 the database schema is not what this version expects
     │   └── DimensionMismatchError      a bank's embedding dimension differs from the embedder's
     ├── InvalidItemError            an item passed to ``retain`` is malformed (carries its index)
+    │   └── FactExtractionError         an LLM's reply cannot be read as facts
     ├── InvalidQueryError           a recall query or its options are malformed
     │   └── InvalidTimeWindowError      a time window whose end is before its start, or naive bounds
     └── ModelUnavailableError       a required model could not be loaded offline
@@ -16,10 +17,13 @@ catch one type. The tree::
 
 from __future__ import annotations
 
+_REPLY_EXCERPT_CHARS = 200
+
 __all__ = [
     "ConfigurationError",
     "DimensionMismatchError",
     "ExtensionUnavailableError",
+    "FactExtractionError",
     "HindsightError",
     "InvalidItemError",
     "InvalidQueryError",
@@ -73,6 +77,21 @@ class InvalidItemError(HindsightError, ValueError):
         self.index = index
         self.reason = reason
         super().__init__(f"item {index}: {reason}")
+
+
+class FactExtractionError(InvalidItemError):
+    """A fact extractor's model replied with something that cannot be read as facts.
+
+    ``index`` is the position (in the texts passed to ``extract_facts``) of the first text of
+    the batch whose reply failed; ``output`` is the start of the reply, when there was one.
+    """
+
+    def __init__(self, index: int, reason: str, output: str | None = None) -> None:
+        self.output = output
+        if output is not None:
+            excerpt = output if len(output) <= _REPLY_EXCERPT_CHARS else output[:_REPLY_EXCERPT_CHARS] + "..."
+            reason = f"{reason} (reply: {excerpt!r})"
+        super().__init__(index, f"fact extraction: {reason}")
 
 
 class InvalidQueryError(HindsightError, ValueError):

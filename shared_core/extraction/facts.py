@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, runtime_checkab
 
 from pydantic import BaseModel, Field
 
-from shared_core.errors import ConfigurationError, InvalidItemError
+from shared_core.errors import ConfigurationError, FactExtractionError
 from shared_core.types import FactType, MemoryItem, as_utc
 
 if TYPE_CHECKING:
@@ -142,21 +142,6 @@ class FactList(BaseModel):
     """Facts extracted from the numbered texts."""
 
     facts: list[ExtractedFact]
-
-
-class FactExtractionError(InvalidItemError):
-    """A fact extractor's model replied with something that cannot be read as facts.
-
-    ``index`` is the position (in the texts passed to ``extract_facts``) of the first text of
-    the batch whose reply failed; ``output`` is the start of the reply, when there was one.
-    """
-
-    def __init__(self, index: int, reason: str, output: str | None = None) -> None:
-        self.output = output
-        if output is not None:
-            excerpt = output if len(output) <= _REPLY_EXCERPT else output[:_REPLY_EXCERPT] + "..."
-            reason = f"{reason} (reply: {excerpt!r})"
-        super().__init__(index, f"fact extraction: {reason}")
 
 
 @runtime_checkable

@@ -120,8 +120,9 @@ def merge_vectors(items: Sequence[MemoryItem], units: Sequence[PreparedUnit],
     todo = [i for i, u in enumerate(units)
             if items[u.item_index].embedding is None or per_item[u.item_index] > 1]
     computed = embed([units[i].text for i in todo]) if todo else None
-    dimension = computed.shape[1] if computed is not None else len(
-        items[units[0].item_index].embedding or ())
+    supplied_first = items[units[0].item_index].embedding
+    dimension = (computed.shape[1] if computed is not None
+                 else len(supplied_first) if supplied_first is not None else 0)
     out = np.zeros((len(units), dimension), dtype=np.float32)
     if computed is not None:
         out[todo] = computed

@@ -164,6 +164,8 @@ def test_precomputed_embeddings_are_used(engine: MemoryEngine, bank: str) -> Non
     (i, j) = engine.retain([MemoryItem(text="precomputed", embedding=vector.tolist()),
                             MemoryItem(text="numpy", embedding=vector)], bank=bank)
     assert engine.get(j, bank=bank) is not None  # numpy arrays are accepted as they are
+    (k,) = engine.retain([MemoryItem(text="only numpy", embedding=vector)], bank=bank)
+    assert engine.get(k, bank=bank) is not None
     with psycopg.connect(engine.dsn) as conn:
         row = conn.execute("SELECT embedding::text FROM memory_units WHERE bank_id = %s AND id = %s",
                            (bank, i)).fetchone()
