@@ -50,7 +50,6 @@ from shared_core.protocols import (
     PairScorer,
     TokenCounter,
 )
-
 from shared_core.recall.pipeline import RecallContext, RecallOptions, RecallSettings, recall_plan
 from shared_core.recall.rerank import Reranker
 from shared_core.retain.extract import extract
@@ -346,7 +345,7 @@ class MemoryEngine:
             entities=extraction.entities, entity_threshold=cfg.entity_similarity_threshold,
             semantic_link_min=cfg.semantic_link_min_similarity,
             semantic_link_k=cfg.semantic_link_top_k, temporal_link_k=cfg.temporal_link_top_k,
-            temporal_link_floor=DEFAULT_TEMPORAL_LINK_FLOOR)
+            temporal_link_floor=DEFAULT_TEMPORAL_LINK_FLOOR, cue_links=cfg.causal_cue_links)
         return request, vectors
 
     def _retain_flow(self, items: Iterable[Any], bank: str, document_id: str | None,

@@ -15,6 +15,7 @@ transaction (after the units are inserted, so links can point at them).
 from __future__ import annotations
 
 import datetime as _dt
+import re
 import uuid
 from collections import Counter
 from collections.abc import Sequence
@@ -29,9 +30,15 @@ from shared_core.retain.prepare import PreparedUnit
 from shared_core.storage.plan import Copy, Plan, Query
 from shared_core.types import MemoryItem
 
-__all__ = ["batch_semantic_pairs", "causal_links", "entity_plan", "link_plan"]
+__all__ = ["batch_semantic_pairs", "causal_links", "cue_causal_links", "entity_plan",
+           "link_plan"]
 
 _CAUSAL_FIELDS = ("caused_by", "causes", "enables", "prevents")
+# Conservative: explicit causal connectives only ("since", "so" alone are too ambiguous).
+_CUE = re.compile(r"\b(because|so that|as a result|due to)\b", re.IGNORECASE)
+DEFAULT_CUE_LOOKBACK = 10
+DEFAULT_CUE_MIN_SIMILARITY = 0.35
+DEFAULT_CUE_LINK_WEIGHT = 0.5
 
 # Exact key first, then the most similar existing key above the threshold (the % operator
 # uses the trigram index; the threshold is set for this transaction).
@@ -202,9 +209,33 @@ def causal_links(items: Sequence[MemoryItem], units: Sequence[PreparedUnit]
     return links, external
 
 
+def cue_causal_links(units: Sequence[PreparedUnit], vectors: npt.NDArray[np.float32], *,
+                     lookback: int = DEFAULT_CUE_LOOKBACK,
+                     min_similarity: float = DEFAULT_CUE_MIN_SIMILARITY
+                     ) -> list[tuple[str, str, float]]:
+    """The cue-phrase heuristic: a unit saying "because", "so that", "as a result" or "due to"
+    is linked (``caused_by``) to the most similar of the ``lookback`` units before it in the
+    same document of this retain call, if at least ``min_similarity`` similar. Off by default
+    (``EngineConfig(causal_cue_links=True)``); the link weighs 0.5, half an explicit one.
+    """
+    out: list[tuple[str, str, float]] = []
+    for i, unit in enumerate(units):
+        if not _CUE.search(unit.text):
+            continue
+        earlier = [j for j in range(i - 1, -1, -1)
+                   if units[j].document_id == unit.document_id][:lookback]
+        if not earlier:
+            continue
+        sims = vectors[earlier] @ vectors[i]
+        best = int(np.argmax(sims))
+        if float(sims[best]) >= min_similarity:
+            out.append((unit.id, units[earlier[best]].id, DEFAULT_CUE_LINK_WEIGHT))
+    return out
+
+
 def link_plan(bank: str, items: Sequence[MemoryItem], units: Sequence[PreparedUnit],
               vectors: npt.NDArray[np.float32], *, semantic_min: float, semantic_k: int,
-              temporal_k: int, temporal_floor: float) -> Plan[int]:
+              temporal_k: int, temporal_floor: float, cue_links: bool = False) -> Plan[int]:
     """Write semantic, temporal and causal links for the new units; return how many."""
     ids = [u.id for u in units]
     uuids = [uuid.UUID(i) for i in ids]
@@ -220,7 +251,10 @@ def link_plan(bank: str, items: Sequence[MemoryItem], units: Sequence[PreparedUn
                                           f"{bank!r}")
 
     weights: dict[tuple[str, str, str], float] = {}
-    for source, target, kind in causal:
+    if cue_links:
+        for source, target, w in cue_causal_links(units, vectors):
+            weights[(source, target, "caused_by")] = w
+    for source, target, kind in causal:  # explicit references win over the heuristic
         weights[(source, target, kind)] = 1.0
 
     # Semantic: neighbours already stored (new -> old), then pairs inside the batch. The

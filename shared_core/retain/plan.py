@@ -95,6 +95,7 @@ class RetainRequest:
     semantic_link_k: int
     temporal_link_k: int
     temporal_link_floor: float
+    cue_links: bool = False
 
 
 def _check_dimension(request: RetainRequest, row: dict[str, object], dimension: int) -> None:
@@ -175,5 +176,6 @@ def retain_plan(request: RetainRequest, vectors: npt.NDArray[np.float32]) -> Pla
                          semantic_min=request.semantic_link_min,
                          semantic_k=request.semantic_link_k,
                          temporal_k=request.temporal_link_k,
-                         temporal_floor=request.temporal_link_floor)
+                         temporal_floor=request.temporal_link_floor,
+                         cue_links=request.cue_links)
     return [u.id for u in units]

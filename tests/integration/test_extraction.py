@@ -7,7 +7,7 @@ import datetime as dt
 import psycopg
 import pytest
 
-from shared_core import InvalidItemError, MemoryEngine, MemoryItem
+from shared_core import EngineConfig, InvalidItemError, MemoryEngine, MemoryItem
 
 
 def _rows(engine: MemoryEngine, query: str, params: dict[str, object]) -> list[tuple]:  # type: ignore[type-arg]
@@ -126,3 +126,19 @@ def test_keyword_document_matches_the_month_and_the_entities(engine: MemoryEngin
             WHERE bank_id = %(bank)s AND search_vector @@ plainto_tsquery('english', %(q)s)""",
                      {"bank": bank, "q": words})
         assert [r[0] for r in rows] == [i], words
+
+
+def test_cue_phrase_causal_links_are_off_by_default_and_conservative(engine: MemoryEngine,
+                                                                     bank: str) -> None:
+    texts = ["The storage server ran out of disk space on Monday.",
+             "Our team went hiking in the Alps.",
+             "The nightly backup failed because the storage server disk was full."]
+    engine.retain(texts, bank=bank, document_id="ops")
+    query = """SELECT u1.text, u2.text FROM memory_links l
+               JOIN memory_units u1 ON u1.bank_id = l.bank_id AND u1.id = l.from_id
+               JOIN memory_units u2 ON u2.bank_id = l.bank_id AND u2.id = l.to_id
+               WHERE l.bank_id = %(bank)s AND l.link_type = 'caused_by'"""
+    assert _rows(engine, query, {"bank": bank}) == []
+    with MemoryEngine(engine.dsn, config=EngineConfig(causal_cue_links=True)) as cued:
+        cued.retain(texts, bank=bank, document_id="ops")
+    assert _rows(engine, query, {"bank": bank}) == [(texts[2], texts[0])]

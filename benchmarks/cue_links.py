@@ -1,0 +1,65 @@
+"""Measure the cue-phrase causal heuristic on LoCoMo conversation 0: links created, and R@10
+per category with the heuristic off and on (passthrough reranker, defaults otherwise).
+
+    .venv/bin/python benchmarks/cue_links.py
+
+Dataset: LoCoMo (CC BY-NC 4.0), read from ../shared/data; skipped when absent.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import uuid
+import warnings
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _locomo import DEFAULT_DATA_PATH, load_locomo, recall_at_k
+
+from shared_core import EngineConfig, MemoryEngine, MemoryItem
+
+LINKS = """SELECT count(*) FROM memory_links WHERE bank_id = %s AND link_type = 'caused_by'"""
+
+
+def main() -> int:
+    if not DEFAULT_DATA_PATH.exists():
+        print(f"LoCoMo not found at {DEFAULT_DATA_PATH}; skipping")
+        return 0
+    warnings.filterwarnings("ignore")
+    import psycopg
+
+    conv = load_locomo(DEFAULT_DATA_PATH)[0]
+    for name, config in (("off", EngineConfig()), ("on", EngineConfig(causal_cue_links=True))):
+        bank = f"cue-{name}-{uuid.uuid4().hex[:6]}"
+        with MemoryEngine(config=config) as engine:
+            engine.retain([MemoryItem(text=t.text, mentioned_at=t.mentioned_at,
+                                      metadata={"dia_id": t.dia_id}) for t in conv.turns],
+                          bank=bank, progress=False)
+            with psycopg.connect(engine.dsn) as conn:
+                row = conn.execute(LINKS, (bank,)).fetchone()
+            per_category: dict[int, list[float]] = {}
+            for q in conv.questions:
+                if q.category == 5:
+                    continue
+                result = engine.recall(q.question, bank=bank, query_timestamp=conv.query_time,
+                                       max_tokens=16384)
+                got: list[str] = []
+                for m in result.memories:
+                    dia = str(m.metadata.get("dia_id"))
+                    if dia not in got:
+                        got.append(dia)
+                per_category.setdefault(q.category, []).append(recall_at_k(got, q.evidence)[10])
+            scores = [s for v in per_category.values() for s in v]
+            print(f"cue links {name}: {row[0] if row else 0} caused_by links for "
+                  f"{len(conv.turns)} turns; R@10 overall {100 * statistics.mean(scores):.1f}, "
+                  + ", ".join(f"cat {c} {100 * statistics.mean(v):.1f}"
+                              for c, v in sorted(per_category.items())))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
