@@ -49,10 +49,16 @@ DEFAULT_GRAPH_SEED_LIMIT: Final = 20
 DEFAULT_GRAPH_SEED_MIN_SIMILARITY: Final = 0.3
 DEFAULT_GRAPH_PER_ENTITY_LIMIT: Final = 200
 DEFAULT_GRAPH_TIMEOUT_MS: Final = 2000
-DEFAULT_GRAPH_MIN_SCORE: Final = 0.0
+# Measured on LoCoMo conversation 0 (docs/benchmarks.md): expansions scoring 0.3 or less (a
+# shared hub entity) and semantic-link expansions (near-duplicates the semantic arm already
+# ranks) cost R@10; entity (IDF-weighted) and causal evidence above the floor helps.
+DEFAULT_GRAPH_MIN_SCORE: Final = 0.3
+DEFAULT_GRAPH_SEMANTIC_LINK_FACTOR: Final = 0.0
 DEFAULT_KEYWORD_MAX_TERMS: Final = 16
 DEFAULT_KEYWORD_COMMON_MAX_FREQ: Final = 0.05
 DEFAULT_KEYWORD_COMMON_MIN_ROWS: Final = 10_000
+DEFAULT_KEYWORD_BANK_MAX_DF: Final = 0.25
+DEFAULT_KEYWORD_BANK_MIN_ROWS: Final = 100
 DEFAULT_TEMPORAL_MIN_SIMILARITY: Final = 0.1
 DEFAULT_TEMPORAL_ENTRY_POOL: Final = 60
 DEFAULT_TEMPORAL_ENTRY_POINTS: Final = 10

@@ -24,7 +24,10 @@ from shared_core.config import (
     DEFAULT_GRAPH_PER_ENTITY_LIMIT,
     DEFAULT_GRAPH_SEED_LIMIT,
     DEFAULT_GRAPH_SEED_MIN_SIMILARITY,
+    DEFAULT_GRAPH_SEMANTIC_LINK_FACTOR,
     DEFAULT_GRAPH_TIMEOUT_MS,
+    DEFAULT_KEYWORD_BANK_MAX_DF,
+    DEFAULT_KEYWORD_BANK_MIN_ROWS,
     DEFAULT_KEYWORD_COMMON_MAX_FREQ,
     DEFAULT_KEYWORD_COMMON_MIN_ROWS,
     DEFAULT_KEYWORD_MAX_TERMS,
@@ -84,9 +87,12 @@ class RecallSettings:
     graph_per_entity_limit: int = DEFAULT_GRAPH_PER_ENTITY_LIMIT
     graph_timeout_ms: int = DEFAULT_GRAPH_TIMEOUT_MS
     graph_min_score: float = DEFAULT_GRAPH_MIN_SCORE
+    graph_semantic_link_factor: float = DEFAULT_GRAPH_SEMANTIC_LINK_FACTOR
     keyword_max_terms: int = DEFAULT_KEYWORD_MAX_TERMS
     keyword_common_max_freq: float = DEFAULT_KEYWORD_COMMON_MAX_FREQ
     keyword_common_min_rows: int = DEFAULT_KEYWORD_COMMON_MIN_ROWS
+    keyword_bank_max_df: float = DEFAULT_KEYWORD_BANK_MAX_DF
+    keyword_bank_min_rows: int = DEFAULT_KEYWORD_BANK_MIN_ROWS
     temporal_min_similarity: float = DEFAULT_TEMPORAL_MIN_SIMILARITY
     temporal_entry_pool: int = DEFAULT_TEMPORAL_ENTRY_POOL
     temporal_entry_points: int = DEFAULT_TEMPORAL_ENTRY_POINTS
@@ -222,9 +228,12 @@ def recall_plan(ctx: RecallContext, opts: RecallOptions) -> Plan[RecallResult]:
         "ts_config": settings.ts_config, "bigrams": list(terms.bigrams),
         "seed_limit": settings.graph_seed_limit, "seed_min": settings.graph_seed_min_similarity,
         "per_entity": settings.graph_per_entity_limit, "graph_min": settings.graph_min_score,
+        "graph_sw": settings.graph_semantic_link_factor,
     }
     params.update({"keyword_n": n * len(types), "common_max_freq": settings.keyword_common_max_freq,
-                   "common_min_rows": settings.keyword_common_min_rows})
+                   "common_min_rows": settings.keyword_common_min_rows,
+                   "bank_common_max_df": settings.keyword_bank_max_df,
+                   "bank_common_min_rows": settings.keyword_bank_min_rows})
 
     use_keyword = "keyword" in opts.arms and bool(terms)
     if use_keyword and len(words) > settings.keyword_max_terms:

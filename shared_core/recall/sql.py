@@ -43,6 +43,10 @@ def tag_clause(tags: Sequence[str] | None, mode: TagsMatch) -> sql.Composable:
 # pg_class) terms the planner statistics see in more than %(common_max_freq)s of rows are
 # dropped first: they match much of the bank, cost a ts_rank_cd per matching row, and carry
 # almost no information (the leading implementation spent seconds there, #2528 / #3498).
+# Within a bank of at least %(bank_common_min_rows)s memories, a term in more than
+# %(bank_common_max_df)s of them is dropped too (counted with a capped index scan): full text
+# has no IDF, so without this a chat speaker's name, in half the turns, outweighs the rare word
+# the question is really about.
 _KEYWORD_QUERY = sql.SQL("""
 common AS (
     SELECT f.elem
@@ -53,13 +57,26 @@ common AS (
       AND (SELECT c.reltuples FROM pg_class c
            WHERE c.oid = 'memory_units'::regclass) >= %(common_min_rows)s
 ),
+bank_size AS (
+    SELECT count(*) AS n FROM memory_units WHERE bank_id = %(bank)s
+),
+words AS (
+    SELECT w, plainto_tsquery(%(ts_config)s::regconfig, w) AS q
+    FROM unnest(%(words)s::text[]) AS w
+    WHERE NOT EXISTS (
+        SELECT 1 FROM common c
+        WHERE c.elem = ANY(tsvector_to_array(to_tsvector(%(ts_config)s::regconfig, w))))
+),
 kq AS (
     SELECT coalesce(string_agg(t.q::text, ' | '), '')::tsquery AS q FROM (
-        SELECT plainto_tsquery(%(ts_config)s::regconfig, w) AS q
-        FROM unnest(%(words)s::text[]) AS w
-        WHERE NOT EXISTS (
-            SELECT 1 FROM common c
-            WHERE c.elem = ANY(tsvector_to_array(to_tsvector(%(ts_config)s::regconfig, w))))
+        SELECT ws.q FROM words ws, bank_size bs
+        WHERE numnode(ws.q) > 0 AND (
+            bs.n < %(bank_common_min_rows)s
+            OR (SELECT count(*) FROM (
+                    SELECT 1 FROM memory_units u
+                    WHERE u.bank_id = %(bank)s AND u.search_vector @@ ws.q
+                    LIMIT floor(bs.n * %(bank_common_max_df)s)::int + 1) hits)
+               <= floor(bs.n * %(bank_common_max_df)s))
         UNION ALL
         SELECT plainto_tsquery('simple', g) FROM unnest(%(bigrams)s::text[]) AS g
     ) t WHERE numnode(t.q) > 0
@@ -184,19 +201,20 @@ scored AS (
         {sources}
     ) x GROUP BY unit_id
 )
-SELECT u.id::text AS id, tanh(0.5 * sc.ew) + sc.sw + sc.cw AS score,
+SELECT u.id::text AS id, tanh(0.5 * sc.ew) + %(graph_sw)s * sc.sw + sc.cw AS score,
        sc.ew AS entity_weight, sc.sw AS semantic_weight, sc.cw AS causal_weight
 FROM scored sc JOIN memory_units u ON u.bank_id = %(bank)s AND u.id = sc.unit_id
 WHERE u.fact_type = ANY(%(types)s::text[]) AND {tags}
-  AND tanh(0.5 * sc.ew) + sc.sw + sc.cw > %(graph_min)s
+  AND tanh(0.5 * sc.ew) + %(graph_sw)s * sc.sw + sc.cw > %(graph_min)s
 ORDER BY score DESC, u.id DESC
 LIMIT %(n)s""")
 
 
 def graph_statement(tags: sql.Composable, *, with_entities: bool) -> sql.Composed:
     """Link expansion from the top semantic seeds: shared entities, semantic links (both
-    directions) and causal links; ``tanh(0.5 x weighted shared entities) + semantic weight +
-    causal weight``. Tag filters apply inside the SQL, to seeds and results alike."""
+    directions) and causal links; ``tanh(0.5 x weighted shared entities) + %(graph_sw)s x
+    semantic weight + causal weight``, kept above ``%(graph_min)s``. Tag filters apply inside
+    the SQL, to seeds and results alike."""
     parts: list[sql.Composable] = [sql.SQL("WITH "), _GRAPH_SEEDS.format(tags=tags),
                                    sql.SQL(",")]
     if with_entities:

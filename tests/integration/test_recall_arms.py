@@ -405,6 +405,10 @@ def zorblax_bank(engine: MemoryEngine) -> tuple[str, list[str]]:
         MemoryItem(text="Zorblax Corp relocated its headquarters to Lisbon.",
                    entities=["Zorblax Corp"], embedding=vec(0.0, axis=81)),
         MemoryItem(text="Penguins waddle across the snow.", embedding=vec(0.0, axis=82)),
+        # A realistic bank holds more than three memories: the entity weight is an IDF, and in
+        # a three-memory bank an entity named twice is "common".
+        *[MemoryItem(text=f"Unrelated note number {i}.", entities=[],
+                     embedding=vec(0.0, axis=100 + i)) for i in range(20)],
     ]
     return bank, engine.retain(items, bank=bank)
 
