@@ -214,7 +214,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "command": "python " + shlex.join(["benchmarks/retain.py", *(argv or sys.argv[1:])]),
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
-                    "note": "2 cores shared with other engineers' jobs during the run"},
+                    "loadavg_start": [round(x, 2) for x in os.getloadavg()]},
         "batch": args.batch, "target_b_per_second": TARGET_B}}
     try:
         holder.stats("retain-probe")  # bootstraps the schema
@@ -230,6 +230,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if all(m in by_mode and "error" not in by_mode[m] for m in MODES):
                 report["breakdown"][str(n)] = breakdown(*(by_mode[m] for m in MODES))
         empty_database(holder.dsn)
+        report["meta"]["machine"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
     finally:
         holder.close()
     text = markdown(report)

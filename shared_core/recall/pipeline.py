@@ -27,6 +27,7 @@ from shared_core.config import (
     DEFAULT_GRAPH_SEMANTIC_LINK_FACTOR,
     DEFAULT_GRAPH_TIMEOUT_MS,
     DEFAULT_KEYWORD_BANK_MAX_DF,
+    DEFAULT_KEYWORD_BANK_MAX_ROWS,
     DEFAULT_KEYWORD_BANK_MIN_ROWS,
     DEFAULT_KEYWORD_COMMON_MAX_FREQ,
     DEFAULT_KEYWORD_COMMON_MIN_ROWS,
@@ -93,6 +94,7 @@ class RecallSettings:
     keyword_common_min_rows: int = DEFAULT_KEYWORD_COMMON_MIN_ROWS
     keyword_bank_max_df: float = DEFAULT_KEYWORD_BANK_MAX_DF
     keyword_bank_min_rows: int = DEFAULT_KEYWORD_BANK_MIN_ROWS
+    keyword_bank_max_rows: int = DEFAULT_KEYWORD_BANK_MAX_ROWS
     temporal_min_similarity: float = DEFAULT_TEMPORAL_MIN_SIMILARITY
     temporal_entry_pool: int = DEFAULT_TEMPORAL_ENTRY_POOL
     temporal_entry_points: int = DEFAULT_TEMPORAL_ENTRY_POINTS
@@ -233,7 +235,8 @@ def recall_plan(ctx: RecallContext, opts: RecallOptions) -> Plan[RecallResult]:
     params.update({"keyword_n": n * len(types), "common_max_freq": settings.keyword_common_max_freq,
                    "common_min_rows": settings.keyword_common_min_rows,
                    "bank_common_max_df": settings.keyword_bank_max_df,
-                   "bank_common_min_rows": settings.keyword_bank_min_rows})
+                   "bank_common_min_rows": settings.keyword_bank_min_rows,
+                   "bank_common_max_rows": settings.keyword_bank_max_rows})
 
     use_keyword = "keyword" in opts.arms and bool(terms)
     if use_keyword and len(words) > settings.keyword_max_terms:

@@ -43,10 +43,11 @@ def tag_clause(tags: Sequence[str] | None, mode: TagsMatch) -> sql.Composable:
 # pg_class) terms the planner statistics see in more than %(common_max_freq)s of rows are
 # dropped first: they match much of the bank, cost a ts_rank_cd per matching row, and carry
 # almost no information (the leading implementation spent seconds there, #2528 / #3498).
-# Within a bank of at least %(bank_common_min_rows)s memories, a term in more than
-# %(bank_common_max_df)s of them is dropped too (counted with a capped index scan): full text
-# has no IDF, so without this a chat speaker's name, in half the turns, outweighs the rare word
-# the question is really about.
+# Within a bank of %(bank_common_min_rows)s to %(bank_common_max_rows)s memories, a term in
+# more than %(bank_common_max_df)s of them is dropped too (counted with a capped index scan):
+# full text has no IDF, so without this a chat speaker's name, in half the turns, outweighs
+# the rare word the question is really about. Above that size the count would cost more than
+# the arm (measured: +85 ms at 100k), and the table-wide statistics take over.
 _KEYWORD_QUERY = sql.SQL("""
 common AS (
     SELECT f.elem
@@ -58,7 +59,9 @@ common AS (
            WHERE c.oid = 'memory_units'::regclass) >= %(common_min_rows)s
 ),
 bank_size AS (
-    SELECT count(*) AS n FROM memory_units WHERE bank_id = %(bank)s
+    SELECT count(*) AS n FROM (
+        SELECT 1 FROM memory_units WHERE bank_id = %(bank)s
+        LIMIT %(bank_common_max_rows)s + 1) b
 ),
 words AS (
     SELECT w, plainto_tsquery(%(ts_config)s::regconfig, w) AS q
@@ -71,7 +74,7 @@ kq AS (
     SELECT coalesce(string_agg(t.q::text, ' | '), '')::tsquery AS q FROM (
         SELECT ws.q FROM words ws, bank_size bs
         WHERE numnode(ws.q) > 0 AND (
-            bs.n < %(bank_common_min_rows)s
+            bs.n < %(bank_common_min_rows)s OR bs.n > %(bank_common_max_rows)s
             OR (SELECT count(*) FROM (
                     SELECT 1 FROM memory_units u
                     WHERE u.bank_id = %(bank)s AND u.search_vector @@ ws.q
