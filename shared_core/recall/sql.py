@@ -39,6 +39,8 @@ def tag_clause(tags: Sequence[str] | None, mode: TagsMatch) -> sql.Composable:
 
 
 # --- semantic + keyword: one statement ----------------------------------------------------
+# kq is MATERIALIZED: referenced once, Postgres would otherwise inline it and rebuild the
+# tsquery (term checks included) for every candidate row (measured: 2.2 s instead of 3 ms).
 # The keyword query OR-joins the terms. On a large table (over %(common_min_rows)s rows, from
 # pg_class) terms the planner statistics see in more than %(common_max_freq)s of rows are
 # dropped first: they match much of the bank, cost a ts_rank_cd per matching row, and carry
@@ -70,7 +72,7 @@ words AS (
         SELECT 1 FROM common c
         WHERE c.elem = ANY(tsvector_to_array(to_tsvector(%(ts_config)s::regconfig, w))))
 ),
-kq AS (
+kq AS MATERIALIZED (
     SELECT coalesce(string_agg(t.q::text, ' | '), '')::tsquery AS q FROM (
         SELECT ws.q FROM words ws, bank_size bs
         WHERE numnode(ws.q) > 0 AND (
