@@ -69,6 +69,7 @@ _CAUSAL_BOOST = 2.0
 _TEMPORAL_MAX_DEPTH = 3
 _TEMPORAL_FANOUT = 10
 _TEMPORAL_MIN_SCORE = 0.2
+_TEMPORAL_FRONTIER = 20
 # A neighbour reached through links but dated outside the window: some temporal evidence.
 _NEIGHBOUR_NO_DATE_PROXIMITY = 0.3
 
@@ -197,6 +198,40 @@ def _temporal_hits(entries: Sequence[DatedHit], neighbours: Sequence[dict[str, A
     return [ArmHit(id=i, score=s, temporal_proximity=p) for i, (s, _, p) in ranked]
 
 
+def _spread(statement: Any, params: Mapping[str, Any], entries: Sequence[DatedHit],
+            window: TimeWindow, settings: RecallSettings, budget: int
+            ) -> Plan[list[dict[str, Any]]]:
+    """Breadth-first spreading from the entry points, one statement per hop.
+
+    score(neighbour) = score(parent) x link weight x (2 for causal links) x decay; a node keeps
+    its best score, and the next frontier is the best ``_TEMPORAL_FRONTIER`` new nodes still
+    above ``_TEMPORAL_MIN_SCORE``.
+    """
+    best: dict[str, float] = {e.id: temporal_proximity(e.date, window) for e in entries}
+    reached: dict[str, dict[str, Any]] = {}
+    frontier = list(best)
+    for _ in range(_TEMPORAL_MAX_DEPTH):
+        if not frontier:
+            break
+        rows = yield Query(statement, {**params, "frontier": [uuid.UUID(i) for i in frontier],
+                                       "fanout": _TEMPORAL_FANOUT,
+                                       "temporal_min": settings.temporal_min_similarity})
+        grown: dict[str, float] = {}
+        for row in rows:
+            boost = 1.0 if row["link_type"] == "temporal" else _CAUSAL_BOOST
+            score = best[row["from_id"]] * float(row["weight"]) * boost * settings.temporal_decay
+            if score <= _TEMPORAL_MIN_SCORE or score <= best.get(row["id"], 0.0):
+                continue
+            best[row["id"]] = score
+            grown[row["id"]] = score
+            reached[row["id"]] = {**row, "propagated": score}
+        frontier = sorted(grown, key=lambda i: -grown[i])[:_TEMPORAL_FRONTIER]
+    entry_ids = {e.id for e in entries}
+    neighbours = [r for i, r in reached.items() if i not in entry_ids]
+    neighbours.sort(key=lambda r: (-r["propagated"], r["id"]))
+    return neighbours[:budget]
+
+
 def recall_plan(ctx: RecallContext, opts: RecallOptions) -> Plan[RecallResult]:
     """Run the TEMPR recall pipeline for one query."""
     started = time.perf_counter()
@@ -301,14 +336,8 @@ def recall_plan(ctx: RecallContext, opts: RecallOptions) -> Plan[RecallResult]:
         neighbours: list[dict[str, Any]] = []
         budget_left = n - len(entries)
         if entries and budget_left > 0:
-            neighbours = yield Query(q.temporal_spread_statement(tag_sql), {
-                **params, "n": budget_left,
-                "entry_ids": [uuid.UUID(e.id) for e in entries],
-                "entry_scores": [temporal_proximity(e.date, window) for e in entries],
-                "causal_boost": _CAUSAL_BOOST, "decay": settings.temporal_decay,
-                "fanout": _TEMPORAL_FANOUT, "max_depth": _TEMPORAL_MAX_DEPTH,
-                "min_score": _TEMPORAL_MIN_SCORE,
-                "temporal_min": settings.temporal_min_similarity})
+            neighbours = yield from _spread(q.temporal_hop_statement(tag_sql), params, entries,
+                                            window, settings, budget_left)
         arms["temporal"] = _temporal_hits(entries, neighbours, window)
         timings["temporal_spread"] = (time.perf_counter() - t0) * 1e3
 

@@ -14,7 +14,7 @@ from psycopg import sql
 from shared_core.recall.query import TagsMatch
 
 __all__ = ["CHUNKS", "HYDRATE", "graph_statement", "lexical_semantic_statement", "tag_clause",
-           "temporal_entry_statement", "temporal_spread_statement", "term_frequency_statement"]
+           "temporal_entry_statement", "temporal_hop_statement", "term_frequency_statement"]
 
 
 def tag_clause(tags: Sequence[str] | None, mode: TagsMatch) -> sql.Composable:
@@ -251,42 +251,31 @@ def temporal_entry_statement(tags: sql.Composable) -> sql.Composed:
     return _TEMPORAL_ENTRY.format(dated=_DATED_COLUMNS, tags=tags)
 
 
-# Spreading along temporal and causal links from the entry points, in one recursive statement:
-# score = parent x weight x (2 for causal) x decay, continued while above %(min_score)s, and
-# only to memories at least %(temporal_min)s similar to the query.
-_TEMPORAL_SPREAD = sql.SQL("""
-WITH RECURSIVE spread(id, score, depth) AS (
-    SELECT e.id, e.score, 0
-    FROM unnest(%(entry_ids)s::uuid[], %(entry_scores)s::float8[]) AS e(id, score)
-    UNION ALL
-    SELECT nxt.to_id, nxt.score, s.depth + 1
-    FROM spread s
-    CROSS JOIN LATERAL (
-        SELECT l.to_id,
-               s.score * l.weight
-                 * CASE WHEN l.link_type = 'temporal' THEN 1.0 ELSE %(causal_boost)s END
-                 * %(decay)s AS score
-        FROM memory_links l
-        JOIN memory_units n ON n.bank_id = l.bank_id AND n.id = l.to_id
-        WHERE l.bank_id = %(bank)s AND l.from_id = s.id AND l.weight >= 0.1
-          AND l.link_type IN ('temporal', 'causes', 'caused_by', 'enables', 'prevents')
-          AND 1 - (n.embedding <=> %(qvec)s) >= %(temporal_min)s
-        ORDER BY l.weight DESC
-        LIMIT %(fanout)s) nxt
-    WHERE s.depth < %(max_depth)s AND nxt.score > %(min_score)s
-)
-SELECT u.id::text AS id, max(sp.score) AS propagated,
-       1 - (u.embedding <=> %(qvec)s) AS similarity, {dated}
-FROM spread sp JOIN memory_units u ON u.bank_id = %(bank)s AND u.id = sp.id
-WHERE sp.depth > 0 AND u.id <> ALL(%(entry_ids)s::uuid[])
-  AND u.fact_type = ANY(%(types)s::text[]) AND {tags}
-GROUP BY u.bank_id, u.id
-ORDER BY propagated DESC, u.id DESC
-LIMIT %(n)s""")
+# One hop of spreading along temporal and causal links: for each frontier memory, its
+# %(fanout)s strongest out-links to memories at least %(temporal_min)s similar to the query
+# (of the requested types and tags). The plan runs one hop per round trip and keeps the
+# frontier de-duplicated and capped: a recursive CTE cannot de-duplicate across iterations,
+# and on chat data (same-session temporal links of weight 1, in both directions) its paths
+# multiplied to seconds per query (measured on LoCoMo).
+_TEMPORAL_HOP = sql.SQL("""
+SELECT f.id::text AS from_id, nxt.to_id::text AS id, nxt.link_type, nxt.weight, nxt.similarity,
+       nxt.occurred_start, nxt.occurred_end, nxt.mentioned_at, nxt.date_grain
+FROM unnest(%(frontier)s::uuid[]) AS f(id)
+CROSS JOIN LATERAL (
+    SELECT l.to_id, l.link_type, l.weight, 1 - (u.embedding <=> %(qvec)s) AS similarity,
+           {dated}
+    FROM memory_links l
+    JOIN memory_units u ON u.bank_id = l.bank_id AND u.id = l.to_id
+    WHERE l.bank_id = %(bank)s AND l.from_id = f.id AND l.weight >= 0.1
+      AND l.link_type IN ('temporal', 'causes', 'caused_by', 'enables', 'prevents')
+      AND u.fact_type = ANY(%(types)s::text[]) AND {tags}
+      AND 1 - (u.embedding <=> %(qvec)s) >= %(temporal_min)s
+    ORDER BY l.weight DESC
+    LIMIT %(fanout)s) nxt""")
 
 
-def temporal_spread_statement(tags: sql.Composable) -> sql.Composed:
-    return _TEMPORAL_SPREAD.format(dated=_DATED_COLUMNS, tags=tags)
+def temporal_hop_statement(tags: sql.Composable) -> sql.Composed:
+    return _TEMPORAL_HOP.format(dated=_DATED_COLUMNS, tags=tags)
 
 
 # --- hydration and chunks ---------------------------------------------------------------------
