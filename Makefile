@@ -33,7 +33,7 @@ pytest: $(STAMP)
 	$(PY) -m pytest
 
 bench: $(STAMP)
-	$(PY) benchmarks/locomo.py --conversations 0-1
+	$(PY) benchmarks/run_all.py --quick
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
