@@ -349,3 +349,16 @@ def markdown_curve_table(
         cells = ["–" if row.get(f"R@{k}") is None else f"{row[f'R@{k}']:.1f}" for k in ks]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def dia_ids(hits: Iterable[Any], k: int) -> list[str]:
+    """The first ``k`` distinct ``metadata["dia_id"]`` of retrieved items (LangChain documents,
+    LlamaIndex nodes or our recalled memories alike), in rank order."""
+    out: list[str] = []
+    for hit in hits:
+        dia = hit.metadata.get("dia_id")
+        if dia is not None and str(dia) not in out:
+            out.append(str(dia))
+        if len(out) >= k:
+            break
+    return out

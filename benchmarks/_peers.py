@@ -24,7 +24,7 @@ from typing import Any, ClassVar, Protocol
 
 import numpy as np
 import numpy.typing as npt
-from _locomo import QUERY_DELAY, Turn
+from _locomo import QUERY_DELAY, Turn, dia_ids
 
 Encoder = Callable[[list[str]], npt.NDArray[np.float32]]
 
@@ -255,17 +255,6 @@ def _llama_bm25(nodes: list[Any], top_k: int) -> Any:
     )
 
 
-def _dia_ids_from_docs(docs: Iterable[Any], k: int) -> list[str]:
-    out: list[str] = []
-    for d in docs:
-        dia = d.metadata.get("dia_id")
-        if dia is not None and dia not in out:
-            out.append(str(dia))
-        if len(out) >= k:
-            break
-    return out
-
-
 # --- (1) LangChain dense ----------------------------------------------------------------------
 class LangChainDense:
     """``InMemoryVectorStore(...).as_retriever(search_kwargs={"k": 50})``."""
@@ -285,7 +274,7 @@ class LangChainDense:
         self.retriever = store.as_retriever(search_kwargs={"k": SEARCH_K})
 
     def search(self, question: str, k: int = SEARCH_K) -> list[str]:
-        return _dia_ids_from_docs(self.retriever.invoke(question), k)
+        return dia_ids(self.retriever.invoke(question), k)
 
     def close(self) -> None:
         self.retriever = None
@@ -305,7 +294,7 @@ class LlamaIndexBM25:
         self.retriever = _llama_bm25(_llama_nodes(turns), SEARCH_K)
 
     def search(self, question: str, k: int = SEARCH_K) -> list[str]:
-        return _dia_ids_from_docs((n.node for n in self.retriever.retrieve(question)), k)
+        return dia_ids((n.node for n in self.retriever.retrieve(question)), k)
 
     def close(self) -> None:
         self.retriever = None
@@ -380,7 +369,7 @@ class LangChainEnsemble:
         )
 
     def search(self, question: str, k: int = SEARCH_K) -> list[str]:
-        return _dia_ids_from_docs(self.retriever.invoke(question), k)
+        return dia_ids(self.retriever.invoke(question), k)
 
     def close(self) -> None:
         self.retriever = None
@@ -424,7 +413,7 @@ class LlamaIndexFusion:
         )
 
     def search(self, question: str, k: int = SEARCH_K) -> list[str]:
-        return _dia_ids_from_docs((n.node for n in self.retriever.retrieve(question)), k)
+        return dia_ids((n.node for n in self.retriever.retrieve(question)), k)
 
     def close(self) -> None:
         self.retriever = None
@@ -486,7 +475,7 @@ class LangChainTimeWeighted:
         with mock_now(self.query_time), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # "Relevance scores must be between 0 and 1"
             docs = self.retriever.invoke(question)
-        return _dia_ids_from_docs(docs, k)
+        return dia_ids(docs, k)
 
     def close(self) -> None:
         self.retriever = None
@@ -588,7 +577,7 @@ class PGVectorHybrid:
         docs = self.store.similarity_search(
             question, k=SEARCH_K, hybrid_search_config=self._config()
         )
-        return _dia_ids_from_docs(docs, k)
+        return dia_ids(docs, k)
 
     def close(self) -> None:
         if self.table is not None:

@@ -18,9 +18,10 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _locomo import DEFAULT_DATA_PATH, load_locomo, recall_at_k
+from _locomo import DEFAULT_DATA_PATH, load_locomo
+from _ours import r10_by_category, retain_conversation
 
-from shared_core import EngineConfig, MemoryEngine, MemoryItem
+from shared_core import EngineConfig, MemoryEngine
 
 LINKS = """SELECT count(*) FROM memory_links WHERE bank_id = %s AND link_type = 'caused_by'"""
 
@@ -36,23 +37,10 @@ def main() -> int:
     for name, config in (("off", EngineConfig()), ("on", EngineConfig(causal_cue_links=True))):
         bank = f"cue-{name}-{uuid.uuid4().hex[:6]}"
         with MemoryEngine(config=config) as engine:
-            engine.retain([MemoryItem(text=t.text, mentioned_at=t.mentioned_at,
-                                      metadata={"dia_id": t.dia_id}) for t in conv.turns],
-                          bank=bank, progress=False)
+            retain_conversation(engine, conv, bank)
             with psycopg.connect(engine.dsn) as conn:
                 row = conn.execute(LINKS, (bank,)).fetchone()
-            per_category: dict[int, list[float]] = {}
-            for q in conv.questions:
-                if q.category == 5:
-                    continue
-                result = engine.recall(q.question, bank=bank, query_timestamp=conv.query_time,
-                                       max_tokens=16384)
-                got: list[str] = []
-                for m in result.memories:
-                    dia = str(m.metadata.get("dia_id"))
-                    if dia not in got:
-                        got.append(dia)
-                per_category.setdefault(q.category, []).append(recall_at_k(got, q.evidence)[10])
+            per_category = r10_by_category(engine, bank, conv)
             scores = [s for v in per_category.values() for s in v]
             print(f"cue links {name}: {row[0] if row else 0} caused_by links for "
                   f"{len(conv.turns)} turns; R@10 overall {100 * statistics.mean(scores):.1f}, "

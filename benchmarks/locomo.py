@@ -42,6 +42,7 @@ from _locomo import (
     QuestionResult,
     Turn,
     aggregate,
+    dia_ids,
     group_counts,
     load_locomo,
     markdown_curve_table,
@@ -139,14 +140,7 @@ class OursSystem:
         result = self.engine.recall(
             question, bank=self.bank, query_timestamp=self.query_time, **self.params
         )
-        out: list[str] = []
-        for m in result.memories:
-            dia = m.metadata.get("dia_id")
-            if dia is not None and dia not in out:
-                out.append(str(dia))
-            if len(out) >= k:
-                break
-        return out
+        return dia_ids(result.memories, k)
 
     def close(self) -> None:
         for bank, ids in self._retained.items():

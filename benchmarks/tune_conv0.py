@@ -20,9 +20,10 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _locomo import DEFAULT_DATA_PATH, load_locomo, recall_at_k
+from _locomo import DEFAULT_DATA_PATH, load_locomo
+from _ours import r10_by_category, retain_conversation
 
-from shared_core import MemoryEngine, MemoryItem
+from shared_core import MemoryEngine
 from shared_core.recall.boosts import BoostConfig
 from shared_core.recall.pipeline import RecallSettings
 
@@ -54,24 +55,12 @@ def main() -> int:
         return 0
     warnings.filterwarnings("ignore")
     conv = load_locomo(DEFAULT_DATA_PATH)[0]
-    questions = [q for q in conv.questions if q.category != 5]
     bank = f"tune-conv0-{uuid.uuid4().hex[:6]}"
     with MemoryEngine() as engine:
-        engine.retain([MemoryItem(text=t.text, mentioned_at=t.mentioned_at,
-                                  metadata={"dia_id": t.dia_id}) for t in conv.turns],
-                      bank=bank, progress=False)
+        retain_conversation(engine, conv, bank)
         for name, settings in configs(engine.recall_settings).items():
             engine.recall_settings = settings
-            scores = []
-            for q in questions:
-                result = engine.recall(q.question, bank=bank, query_timestamp=conv.query_time,
-                                       max_tokens=16384)
-                got: list[str] = []
-                for m in result.memories:
-                    dia = str(m.metadata.get("dia_id"))
-                    if dia not in got:
-                        got.append(dia)
-                scores.append(recall_at_k(got, q.evidence)[10])
+            scores = [s for v in r10_by_category(engine, bank, conv).values() for s in v]
             print(f"{name}: R@10 {100 * statistics.mean(scores):.1f} ({len(scores)} questions)",
                   flush=True)
     return 0
