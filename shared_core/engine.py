@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime as _dt
+import gc
 import threading
 import warnings
 from collections.abc import Iterable, Sequence
@@ -160,6 +161,7 @@ class MemoryEngine:
     def embedder(self) -> Embedder:
         if self._embedder is None:
             self._embedder = default_embedder()
+            self._models_loaded()
         return self._embedder
 
     @property
@@ -167,6 +169,12 @@ class MemoryEngine:
         if self._counter is None:
             self._counter = default_token_counter()
         return self._counter
+
+    def _models_loaded(self) -> None:
+        # Model objects live as long as the process: keep the cyclic collector from
+        # rescanning them in every full collection (see DEFAULT_FREEZE_GC_AFTER_LOAD).
+        if self.config.freeze_gc_after_load:
+            gc.freeze()
 
     # ---------------------------------------------------------------- lifecycle
     def _bootstrap(self) -> None:
@@ -400,6 +408,7 @@ class MemoryEngine:
                 from shared_core.extraction.dates import default_date_parser
 
                 self._components["date_parser"] = default_date_parser()
+                self._models_loaded()
             except Exception as exc:  # optional model: fall back loudly, once
                 warnings.warn(f"date parsing disabled: {exc}", RuntimeWarning, stacklevel=2)
                 self._components["date_parser"] = None
@@ -416,6 +425,7 @@ class MemoryEngine:
                 extractor = SpacyEntityExtractor()
                 extractor.pipeline  # noqa: B018  (load now, so a failure is reported here)
                 self._components["entity_extractor"] = extractor
+                self._models_loaded()
             except Exception as exc:  # optional model: fall back loudly, once
                 warnings.warn(f"entity extraction disabled: {exc}", RuntimeWarning,
                               stacklevel=2)

@@ -227,6 +227,7 @@ class RecallTrace:
     time_window: TimeWindow | None
     time_window_source: Literal["parsed", "caller", "none"]
     arms: Mapping[ArmName, Sequence[tuple[str, float]]]
+    #: The fused ranking, cut to the candidates handed to the reranker (rerank_max_candidates).
     fusion: Sequence[tuple[str, float]]
     rerank: Sequence[tuple[str, float]]
     reranker: str

@@ -20,6 +20,8 @@ import psycopg
 
 from shared_core.config import (
     DEFAULT_ARM_WEIGHTS,
+    DEFAULT_BM25_B,
+    DEFAULT_BM25_K1,
     DEFAULT_GRAPH_MIN_SCORE,
     DEFAULT_GRAPH_PER_ENTITY_LIMIT,
     DEFAULT_GRAPH_SEED_LIMIT,
@@ -27,11 +29,10 @@ from shared_core.config import (
     DEFAULT_GRAPH_SEMANTIC_LINK_FACTOR,
     DEFAULT_GRAPH_TIMEOUT_MS,
     DEFAULT_KEYWORD_BANK_MAX_DF,
-    DEFAULT_KEYWORD_BANK_MAX_ROWS,
     DEFAULT_KEYWORD_BANK_MIN_ROWS,
-    DEFAULT_KEYWORD_COMMON_MAX_FREQ,
-    DEFAULT_KEYWORD_COMMON_MIN_ROWS,
+    DEFAULT_KEYWORD_MAX_POSTINGS,
     DEFAULT_KEYWORD_MAX_TERMS,
+    DEFAULT_KEYWORD_RANKING,
     DEFAULT_MAX_QUERY_TOKENS,
     DEFAULT_RERANK_BATCH_SIZE,
     DEFAULT_RERANK_MAX_CANDIDATES,
@@ -43,13 +44,20 @@ from shared_core.config import (
     DEFAULT_TEMPORAL_ENTRY_POOL,
     DEFAULT_TEMPORAL_MIN_SIMILARITY,
 )
-from shared_core.errors import InvalidQueryError
+from shared_core.errors import ConfigurationError, InvalidQueryError
 from shared_core.protocols import TokenCounter
 from shared_core.recall import sql as q
 from shared_core.recall.boosts import BoostConfig, BoostInput, apply_boosts
 from shared_core.recall.budget import chunk_fill, resolve_budget, token_cut
 from shared_core.recall.fusion import ArmHit, FusedCandidate, reciprocal_rank_fusion
-from shared_core.recall.query import bound_query, check_tags, check_types, keyword_terms
+from shared_core.recall.query import (
+    KEYWORD_RANKINGS,
+    KeywordRanking,
+    bound_query,
+    check_tags,
+    check_types,
+    keyword_terms,
+)
 from shared_core.recall.rerank import Reranker, format_document
 from shared_core.recall.temporal import DatedHit, select_entry_points, temporal_proximity
 from shared_core.storage.plan import Compute, Concurrently, Plan, Query
@@ -90,12 +98,13 @@ class RecallSettings:
     graph_timeout_ms: int = DEFAULT_GRAPH_TIMEOUT_MS
     graph_min_score: float = DEFAULT_GRAPH_MIN_SCORE
     graph_semantic_link_factor: float = DEFAULT_GRAPH_SEMANTIC_LINK_FACTOR
+    keyword: KeywordRanking = DEFAULT_KEYWORD_RANKING
     keyword_max_terms: int = DEFAULT_KEYWORD_MAX_TERMS
-    keyword_common_max_freq: float = DEFAULT_KEYWORD_COMMON_MAX_FREQ
-    keyword_common_min_rows: int = DEFAULT_KEYWORD_COMMON_MIN_ROWS
+    keyword_max_postings: int = DEFAULT_KEYWORD_MAX_POSTINGS
     keyword_bank_max_df: float = DEFAULT_KEYWORD_BANK_MAX_DF
     keyword_bank_min_rows: int = DEFAULT_KEYWORD_BANK_MIN_ROWS
-    keyword_bank_max_rows: int = DEFAULT_KEYWORD_BANK_MAX_ROWS
+    bm25_k1: float = DEFAULT_BM25_K1
+    bm25_b: float = DEFAULT_BM25_B
     temporal_min_similarity: float = DEFAULT_TEMPORAL_MIN_SIMILARITY
     temporal_entry_pool: int = DEFAULT_TEMPORAL_ENTRY_POOL
     temporal_entry_points: int = DEFAULT_TEMPORAL_ENTRY_POINTS
@@ -108,6 +117,14 @@ class RecallSettings:
     max_query_tokens: int = DEFAULT_MAX_QUERY_TOKENS
     ts_config: str = "english"
     boosts: BoostConfig = field(default_factory=BoostConfig)
+
+    def __post_init__(self) -> None:
+        if self.keyword not in KEYWORD_RANKINGS:
+            raise ConfigurationError(f"keyword must be one of {list(KEYWORD_RANKINGS)}, "
+                                     f"got {self.keyword!r}")
+        if self.bm25_k1 < 0 or not 0 <= self.bm25_b <= 1:
+            raise ConfigurationError(f"BM25 needs k1 >= 0 and 0 <= b <= 1, got "
+                                     f"k1={self.bm25_k1!r}, b={self.bm25_b!r}")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -267,30 +284,22 @@ def recall_plan(ctx: RecallContext, opts: RecallOptions) -> Plan[RecallResult]:
         "per_entity": settings.graph_per_entity_limit, "graph_min": settings.graph_min_score,
         "graph_sw": settings.graph_semantic_link_factor,
     }
-    params.update({"keyword_n": n * len(types), "common_max_freq": settings.keyword_common_max_freq,
-                   "common_min_rows": settings.keyword_common_min_rows,
-                   "bank_common_max_df": settings.keyword_bank_max_df,
-                   "bank_common_min_rows": settings.keyword_bank_min_rows,
-                   "bank_common_max_rows": settings.keyword_bank_max_rows})
-
+    params.update({"keyword_n": n * len(types), "words": words,
+                   "max_terms": settings.keyword_max_terms,
+                   "max_postings": settings.keyword_max_postings,
+                   "bank_max_df": settings.keyword_bank_max_df,
+                   "bank_min_rows": settings.keyword_bank_min_rows,
+                   "bm25_k1": settings.bm25_k1, "bm25_b": settings.bm25_b})
     use_keyword = "keyword" in opts.arms and bool(terms)
-    if use_keyword and len(words) > settings.keyword_max_terms:
-        t0 = time.perf_counter()
-        df_rows = yield Query(q.term_frequency_statement(),
-                              {"words": words, "ts_config": settings.ts_config})
-        df = {r["term"]: float(r["df"]) for r in df_rows}
-        keep = set(sorted(words, key=lambda w: (df.get(w, 0.0), -len(w)))
-                   [:settings.keyword_max_terms])
-        words = [w for w in words if w in keep]
+    if use_keyword and len(words) + len(terms.bigrams) > settings.keyword_max_terms:
         notes.append(f"keyword terms cut to the {settings.keyword_max_terms} rarest")
-        timings["keyword_term_selection"] = (time.perf_counter() - t0) * 1e3
-    params["words"] = words
 
     # --- arms, concurrently on separate pooled connections -------------------------------
     statements: list[tuple[str, Query]] = []
     if "semantic" in opts.arms or use_keyword:
         stmt = q.lexical_semantic_statement(types, tag_sql, keyword=use_keyword,
-                                            semantic="semantic" in opts.arms)
+                                            semantic="semantic" in opts.arms,
+                                            ranking=settings.keyword)
         statements.append(("lexical", Query(stmt, params)))
     if "graph" in opts.arms:
         statements.append(("graph", Query(q.graph_statement(tag_sql, with_entities=True), params,
@@ -343,9 +352,9 @@ def recall_plan(ctx: RecallContext, opts: RecallOptions) -> Plan[RecallResult]:
 
     # --- fusion ---------------------------------------------------------------------------
     t0 = time.perf_counter()
-    fused = reciprocal_rank_fusion({a: hits for a, hits in arms.items() if hits},
-                                   k=settings.rrf_k, weights=settings.arm_weights)
-    cut = fused[:settings.rerank_max_candidates]
+    cut = reciprocal_rank_fusion({a: hits for a, hits in arms.items() if hits},
+                                 k=settings.rrf_k, weights=settings.arm_weights,
+                                 limit=settings.rerank_max_candidates)
     timings["fusion"] = (time.perf_counter() - t0) * 1e3
 
     memories: list[RecalledMemory] = []
@@ -411,7 +420,7 @@ def recall_plan(ctx: RecallContext, opts: RecallOptions) -> Plan[RecallResult]:
             query=text, query_truncated=truncated, budget_n=n, time_window=window,
             time_window_source=window_source,
             arms={a: [(h.id, h.score) for h in hits] for a, hits in arms.items()},
-            fusion=[(c.id, c.rrf) for c in fused], rerank=rerank_trace,
+            fusion=[(c.id, c.rrf) for c in cut], rerank=rerank_trace,
             reranker=ctx.reranker.name, timings_ms=timings, notes=tuple(notes))
     return RecallResult(memories=memories, chunks=chunks, trace=trace)
 

@@ -12,11 +12,14 @@ from shared_core.protocols import TokenCounter
 from shared_core.text import cjk_bigrams
 from shared_core.types import FACT_TYPES, FactType
 
-__all__ = ["TAGS_MATCH_MODES", "KeywordTerms", "TagsMatch", "bound_query", "check_tags",
+__all__ = ["KEYWORD_RANKINGS", "TAGS_MATCH_MODES", "KeywordRanking", "KeywordTerms", "TagsMatch",
+           "bound_query", "check_tags",
            "check_types", "keyword_terms"]
 
 TagsMatch = Literal["any", "all", "any_strict", "all_strict", "exact"]
 TAGS_MATCH_MODES: tuple[TagsMatch, ...] = get_args(TagsMatch)
+KeywordRanking = Literal["fulltext", "bm25"]
+KEYWORD_RANKINGS: tuple[KeywordRanking, ...] = get_args(KeywordRanking)
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")

@@ -11,10 +11,10 @@ from collections.abc import Sequence
 
 from psycopg import sql
 
-from shared_core.recall.query import TagsMatch
+from shared_core.recall.query import KeywordRanking, TagsMatch
 
 __all__ = ["CHUNKS", "HYDRATE", "graph_statement", "lexical_semantic_statement", "tag_clause",
-           "temporal_entry_statement", "temporal_hop_statement", "term_frequency_statement"]
+           "temporal_entry_statement", "temporal_hop_statement"]
 
 
 def tag_clause(tags: Sequence[str] | None, mode: TagsMatch) -> sql.Composable:
@@ -39,53 +39,73 @@ def tag_clause(tags: Sequence[str] | None, mode: TagsMatch) -> sql.Composable:
 
 
 # --- semantic + keyword: one statement ----------------------------------------------------
-# kq is MATERIALIZED: referenced once, Postgres would otherwise inline it and rebuild the
-# tsquery (term checks included) for every candidate row (measured: 2.2 s instead of 3 ms).
-# The keyword query OR-joins the terms. On a large table (over %(common_min_rows)s rows, from
-# pg_class) terms the planner statistics see in more than %(common_max_freq)s of rows are
-# dropped first: they match much of the bank, cost a ts_rank_cd per matching row, and carry
-# almost no information (the leading implementation spent seconds there, #2528 / #3498).
-# Within a bank of %(bank_common_min_rows)s to %(bank_common_max_rows)s memories, a term in
-# more than %(bank_common_max_df)s of them is dropped too (counted with a capped index scan):
-# full text has no IDF, so without this a chat speaker's name, in half the turns, outweighs
-# the rare word the question is really about. Above that size the count would cost more than
-# the arm (measured: +85 ms at 100k), and the table-wide statistics take over.
+# Term statistics come from term_stats / bank_stats (kept by triggers, migration 0004), so
+# choosing terms costs index lookups, not counts. Terms found in more than
+# %(bank_max_df)s of a bank of at least %(bank_min_rows)s memories are dropped: they match
+# much of the bank and carry almost no information (a chat
+# speaker's name in half the turns would outweigh the rare word the question is about; the
+# leading implementation spent seconds on such terms, #2528 / #3498). Of the rest, the
+# %(max_terms)s rarest are OR-ed (natural questions are not AND queries); CJK bigrams take
+# part like words. Terms are added rarest first while their postings (summed document
+# frequencies) stay within %(max_postings)s: every matching row is read and ranked, and at
+# 100k memories five mid-frequency names OR-ed matched 36,000 rows and took 230 ms (measured);
+# the terms left out are the commonest, those that say least. kq is MATERIALIZED: Postgres
+# would otherwise inline it and rebuild the tsquery for every candidate row (measured: 2.2 s
+# instead of 3 ms).
 _KEYWORD_QUERY = sql.SQL("""
-common AS (
-    SELECT f.elem
-    FROM pg_stats ps,
-         unnest(ps.most_common_elems::text::text[], ps.most_common_elem_freqs) AS f(elem, freq)
-    WHERE ps.schemaname = current_schema() AND ps.tablename = 'memory_units'
-      AND ps.attname = 'search_vector' AND f.freq > %(common_max_freq)s
-      AND (SELECT c.reltuples FROM pg_class c
-           WHERE c.oid = 'memory_units'::regclass) >= %(common_min_rows)s
+kstats AS MATERIALIZED (
+    SELECT coalesce(max(memories), 0)::float8 AS n, coalesce(max(lexemes), 0)::float8 AS lexemes
+    FROM bank_stats WHERE bank_id = %(bank)s
 ),
-bank_size AS (
-    SELECT count(*) AS n FROM (
-        SELECT 1 FROM memory_units WHERE bank_id = %(bank)s
-        LIMIT %(bank_common_max_rows)s + 1) b
+kterms AS MATERIALIZED (
+    SELECT t.term, t.q, t.lexemes,
+           coalesce((SELECT max(ts.df) FROM term_stats ts
+                     WHERE ts.bank_id = %(bank)s AND ts.lexeme = ANY(t.lexemes)), 0) AS df
+    FROM (
+        SELECT w AS term, plainto_tsquery(%(ts_config)s::regconfig, w) AS q,
+               tsvector_to_array(to_tsvector(%(ts_config)s::regconfig, w)) AS lexemes
+        FROM unnest(%(words)s::text[]) AS w
+        UNION ALL
+        SELECT g, plainto_tsquery('simple', g), tsvector_to_array(to_tsvector('simple', g))
+        FROM unnest(%(bigrams)s::text[]) AS g
+    ) t
+    WHERE numnode(t.q) > 0
 ),
-words AS (
-    SELECT w, plainto_tsquery(%(ts_config)s::regconfig, w) AS q
-    FROM unnest(%(words)s::text[]) AS w
-    WHERE NOT EXISTS (
-        SELECT 1 FROM common c
-        WHERE c.elem = ANY(tsvector_to_array(to_tsvector(%(ts_config)s::regconfig, w))))
+kept AS MATERIALIZED (
+    SELECT term, q, lexemes FROM (
+        SELECT k.term, k.q, k.lexemes,
+               row_number() OVER w AS pos, sum(k.df) OVER w AS postings
+        FROM kterms k, kstats s
+        WHERE s.n < %(bank_min_rows)s OR k.df <= s.n * %(bank_max_df)s
+        WINDOW w AS (ORDER BY k.df, length(k.term) DESC, k.term ROWS UNBOUNDED PRECEDING)
+    ) r
+    WHERE pos <= %(max_terms)s AND (pos = 1 OR postings <= %(max_postings)s)
 ),
 kq AS MATERIALIZED (
-    SELECT coalesce(string_agg(t.q::text, ' | '), '')::tsquery AS q FROM (
-        SELECT ws.q FROM words ws, bank_size bs
-        WHERE numnode(ws.q) > 0 AND (
-            bs.n < %(bank_common_min_rows)s OR bs.n > %(bank_common_max_rows)s
-            OR (SELECT count(*) FROM (
-                    SELECT 1 FROM memory_units u
-                    WHERE u.bank_id = %(bank)s AND u.search_vector @@ ws.q
-                    LIMIT floor(bs.n * %(bank_common_max_df)s)::int + 1) hits)
-               <= floor(bs.n * %(bank_common_max_df)s))
-        UNION ALL
-        SELECT plainto_tsquery('simple', g) FROM unnest(%(bigrams)s::text[]) AS g
-    ) t WHERE numnode(t.q) > 0
+    SELECT coalesce(string_agg(q::text, ' | '), '')::tsquery AS q FROM kept
 )""")
+
+# Okapi BM25 idf per query lexeme, ln(1 + (N - df + 0.5) / (df + 0.5)), from the bank's stats.
+_BM25_LEXEMES = sql.SQL(""",
+klex AS MATERIALIZED (
+    SELECT x.lexeme, ln(1 + (s.n - coalesce(ts.df, 0) + 0.5) / (coalesce(ts.df, 0) + 0.5)) AS idf
+    FROM (SELECT DISTINCT unnest(lexemes) AS lexeme FROM kept) x
+    CROSS JOIN kstats s
+    LEFT JOIN term_stats ts ON ts.bank_id = %(bank)s AND ts.lexeme = x.lexeme
+)""")
+
+_FULLTEXT_SCORE = sql.SQL("ts_rank_cd(u.search_vector, kq.q, 1)")
+# BM25: Σ idf × tf (k1 + 1) / (tf + k1 (1 - b + b dl / avgdl)); tf = positions of the lexeme
+# in the memory (text, context and entity/date signals alike), dl = distinct lexemes of the
+# memory, avgdl its bank average (bank_stats).
+_BM25_SCORE = sql.SQL("""(
+        SELECT coalesce(sum(l.idf * v.tf * (%(bm25_k1)s + 1) / (v.tf + %(bm25_k1)s * (
+                   1 - %(bm25_b)s + %(bm25_b)s * length(u.search_vector)
+                       / greatest(s.lexemes / greatest(s.n, 1), 1)))), 0)
+        FROM (SELECT x.lexeme, coalesce(array_length(x.positions, 1), 1) AS tf
+              FROM unnest(u.search_vector) x) v
+        JOIN klex l ON l.lexeme = v.lexeme
+        CROSS JOIN kstats s)""")
 
 # One arm per fact type, the type inlined as a literal (a validated enum value) so the planner
 # picks that type's partial HNSW index (migration 0003) instead of filtering a shared one.
@@ -99,7 +119,7 @@ _SEMANTIC_ARM = sql.SQL("""(
 # One keyword scan for all requested types: ts_rank_cd runs once per matching row, not once
 # per (row, fact type).
 _KEYWORD_ARM = sql.SQL("""(
-    SELECT 'keyword' AS arm, u.id::text AS id, ts_rank_cd(u.search_vector, kq.q, 1) AS score
+    SELECT 'keyword' AS arm, u.id::text AS id, {score} AS score
     FROM memory_units u, kq
     WHERE u.bank_id = %(bank)s AND u.fact_type = ANY(%(types)s::text[]) AND {tags}
       AND u.search_vector @@ kq.q
@@ -108,39 +128,27 @@ _KEYWORD_ARM = sql.SQL("""(
 
 
 def lexical_semantic_statement(types: Sequence[str], tags: sql.Composable, *,
-                               keyword: bool, semantic: bool = True) -> sql.Composed:
-    """Semantic arms (one per fact type) and the keyword arm, as one ``UNION ALL``.
+                               keyword: bool, semantic: bool = True,
+                               ranking: KeywordRanking = "fulltext") -> sql.Composed:
+    """Semantic arms (one per fact type) and the keyword arm (ranked by ``ranking``), as one
+    ``UNION ALL``.
 
     Semantic rows below ``%(semantic_min)s`` cosine are dropped after each arm's LIMIT.
     """
     arms: list[sql.Composable] = []
     if semantic:
         arms.extend(_SEMANTIC_ARM.format(ft=sql.Literal(t), tags=tags) for t in types)
+    with_clause: sql.Composable = sql.SQL("")
     if keyword:
-        arms.append(_KEYWORD_ARM.format(tags=tags))
+        bm25 = ranking == "bm25"
+        arms.append(_KEYWORD_ARM.format(tags=tags,
+                                        score=_BM25_SCORE if bm25 else _FULLTEXT_SCORE))
+        with_clause = sql.Composed([sql.SQL("WITH "), _KEYWORD_QUERY,
+                                    _BM25_LEXEMES if bm25 else sql.SQL(""), sql.SQL(" ")])
     body = sql.SQL(" UNION ALL ").join(arms)
-    with_clause = sql.SQL("WITH ") + _KEYWORD_QUERY + sql.SQL(" ") if keyword else sql.SQL("")
     return sql.SQL("{with_}SELECT arm, id, score FROM ({body}) arms "
                    "WHERE arm <> 'semantic' OR score >= %(semantic_min)s").format(
         with_=with_clause, body=body)
-
-
-# --- keyword term selection -----------------------------------------------------------------
-# Document frequency of each term's lexemes from the planner statistics (free to read): with
-# more than 16 terms only the rarest are kept, so an OR query stays selective.
-def term_frequency_statement() -> sql.SQL:
-    return sql.SQL("""
-SELECT w AS term, coalesce(max(s.freq), 0) AS df
-FROM unnest(%(words)s::text[]) AS w
-LEFT JOIN LATERAL (
-    SELECT f.freq
-    FROM pg_stats ps,
-         unnest(ps.most_common_elems::text::text[], ps.most_common_elem_freqs) AS f(elem, freq)
-    WHERE ps.tablename = 'memory_units' AND ps.attname = 'search_vector'
-      AND ps.schemaname = current_schema()
-      AND f.elem = ANY(tsvector_to_array(to_tsvector(%(ts_config)s::regconfig, w)))
-) s ON TRUE
-GROUP BY w""")
 
 
 # --- graph ------------------------------------------------------------------------------------
@@ -164,7 +172,8 @@ seed_entities AS (
     WHERE ue.bank_id = %(bank)s
 ),
 bank_size AS (
-    SELECT greatest(count(*), 2)::float8 AS n FROM memory_units WHERE bank_id = %(bank)s
+    SELECT greatest(coalesce(max(memories), 0), 2)::float8 AS n
+    FROM bank_stats WHERE bank_id = %(bank)s
 ),
 entity_hits AS (
     SELECT t.unit_id, 0::float8 AS sw, 0::float8 AS cw,

@@ -31,6 +31,13 @@ ON CONFLICT (bank_id) DO NOTHING"""
 SELECT_BANK = """
 SELECT embedding_model, embedding_dimension FROM banks WHERE bank_id = %(bank)s FOR SHARE"""
 
+# Writers to one bank take its statistics row first (migration 0004): retains into one bank
+# then run one after another, and no writer can hold an entity or unit lock while waiting for
+# it, so two writers cannot deadlock. Retains into different banks do not wait.
+LOCK_BANK_STATS = """
+INSERT INTO bank_stats (bank_id) VALUES (%(bank)s)
+ON CONFLICT (bank_id) DO UPDATE SET memories = bank_stats.memories"""
+
 # Re-retaining a document replaces it: the cascade removes its units, chunks, links and
 # entity mentions in this same transaction.
 DELETE_DOCUMENTS = """
@@ -148,6 +155,7 @@ def retain_plan(request: RetainRequest, vectors: npt.NDArray[np.float32]) -> Pla
     yield Query(UPSERT_BANK, {"bank": request.bank, "model": request.embedding_model,
                               "dimension": dimension}, fetch="none")
     row = yield Query(SELECT_BANK, {"bank": request.bank}, fetch="one")
+    yield Query(LOCK_BANK_STATS, {"bank": request.bank}, fetch="none")
     _check_dimension(request, row, dimension)
 
     document_ids = sorted({u.document_id for u in units if u.document_id is not None}

@@ -23,6 +23,10 @@ SELECT u.id::text AS id, u.bank_id AS bank, u.text, u.context, u.fact_type, u.oc
 FROM memory_units u
 WHERE u.bank_id = %(bank)s AND u.id = %(id)s"""
 
+# Taken before deleting, in the same order as retain (see retain.plan.LOCK_BANK_STATS).
+LOCK_BANK_STATS = """
+SELECT 1 FROM bank_stats WHERE bank_id = %(bank)s FOR UPDATE"""
+
 DELETE_UNITS = """
 DELETE FROM memory_units WHERE bank_id = %(bank)s AND id = ANY(%(ids)s)"""
 
@@ -79,6 +83,7 @@ def get_plan(bank: str, memory_id: str) -> Plan[MemoryRecord | None]:
 def delete_plan(bank: str, ids: Sequence[str] | None, document_id: str | None) -> Plan[int]:
     if (ids is None) == (document_id is None):
         raise ConfigurationError("delete needs either ids or document_id")
+    yield Query(LOCK_BANK_STATS, {"bank": bank}, fetch="none")
     if ids is not None:
         count: int = yield Query(DELETE_UNITS, {"bank": bank, "ids": parse_ids(ids)},
                                  fetch="none")

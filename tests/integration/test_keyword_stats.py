@@ -1,0 +1,238 @@
+"""Bank and term statistics (migration 0004), the BM25 keyword ranking and the postings budget,
+on the real server."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import uuid
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+
+from shared_core import EngineConfig, MemoryEngine, MemoryItem
+from shared_core.errors import ConfigurationError
+from shared_core.recall.pipeline import RecallSettings
+from shared_core.server import embedded_settings
+from tests.integration.test_recall_arms import FixedQueryEmbedder, vec
+
+
+def _bank(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture(scope="module")
+def plain(engine: MemoryEngine) -> Iterator[MemoryEngine]:
+    """Fixed query vector (e0), no retain-time extraction: search vectors hold the text only."""
+    engine.stats("warm-up")
+    eng = MemoryEngine(engine.dsn, embedder=FixedQueryEmbedder(),
+                       config=EngineConfig(extract_entities=False, extract_dates=False))
+    yield eng
+    eng.close()
+
+
+def _with(eng: MemoryEngine, **settings: object) -> MemoryEngine:
+    eng.recall_settings = dataclasses.replace(RecallSettings(), **settings)  # type: ignore[arg-type]
+    return eng
+
+
+def _stats(dsn: str, bank: str) -> tuple[tuple[int, int], dict[str, int]]:
+    """(memories, lexemes) and {lexeme: df} as kept by the triggers, zero rows left out."""
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute("SELECT memories, lexemes FROM bank_stats WHERE bank_id = %s",
+                           (bank,)).fetchone()
+        terms = conn.execute("SELECT lexeme, df FROM term_stats WHERE bank_id = %s AND df > 0",
+                             (bank,)).fetchall()
+    return (tuple(row) if row else (0, 0)), dict(terms)  # type: ignore[return-value]
+
+
+def _counted(dsn: str, bank: str) -> tuple[tuple[int, int], dict[str, int]]:
+    """The same numbers counted from memory_units directly."""
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute("SELECT count(*), coalesce(sum(length(search_vector)), 0) "
+                           "FROM memory_units WHERE bank_id = %s", (bank,)).fetchone()
+        terms = conn.execute(
+            "SELECT x, count(*) FROM memory_units u, unnest(tsvector_to_array(u.search_vector)) x "
+            "WHERE u.bank_id = %s GROUP BY x", (bank,)).fetchall()
+    assert row is not None
+    return (int(row[0]), int(row[1])), dict(terms)
+
+
+# --- statistics ----------------------------------------------------------------------------------
+
+def test_statistics_follow_retain_delete_and_document_replacement(plain: MemoryEngine) -> None:
+    bank = _bank("stats")
+    dsn = plain.dsn
+    ids = plain.retain([MemoryItem(text=t, embedding=vec(0.5, axis=i + 1)) for i, t in enumerate(
+        ["Herons fish in the pond.", "A heron and a frog.", "Frogs sing at night."])], bank=bank)
+    plain.retain(["The pond froze in winter.", "Herons left the frozen pond."], bank=bank,
+                 document_id="diary")
+    stats, terms = _stats(dsn, bank)
+    assert stats[0] == 5
+    assert (stats, terms) == _counted(dsn, bank)
+    assert terms["heron"] == 3 and terms["pond"] == 3
+
+    plain.delete([ids[0]], bank=bank)
+    assert _stats(dsn, bank) == _counted(dsn, bank)
+    assert _stats(dsn, bank)[1]["heron"] == 2
+
+    plain.retain(["Spring came; the pond thawed."], bank=bank, document_id="diary")  # replaces
+    stats, terms = _stats(dsn, bank)
+    assert stats[0] == 3
+    assert (stats, terms) == _counted(dsn, bank)
+    assert terms["heron"] == 1 and "frozen" not in terms
+
+    plain.delete(document_id="diary", bank=bank)
+    assert _stats(dsn, bank) == _counted(dsn, bank)
+
+
+def test_statistics_follow_a_users_own_text_update(plain: MemoryEngine) -> None:
+    bank = _bank("stats-upd")
+    (uid,) = plain.retain(["A kingfisher dived."], bank=bank)
+    with psycopg.connect(plain.dsn) as conn:
+        conn.execute("UPDATE memory_units SET search_vector = to_tsvector('english', "
+                     "'an otter swam and swam') WHERE bank_id = %s AND id = %s", (bank, uid))
+    stats, terms = _stats(plain.dsn, bank)
+    assert (stats, terms) == _counted(plain.dsn, bank)
+    assert "kingfish" not in terms and terms["otter"] == 1
+
+
+def test_a_failed_retain_leaves_the_statistics_alone(plain: MemoryEngine) -> None:
+    bank = _bank("stats-fail")
+    plain.retain(["Wrens nest in hedges."], bank=bank)
+    before = _stats(plain.dsn, bank)
+    with pytest.raises(Exception):  # noqa: B017,PT011  (the item's own error is tested elsewhere)
+        plain.retain(["Wrens sing.", {"text": ""}], bank=bank)
+    assert _stats(plain.dsn, bank) == before
+
+
+def test_banks_do_not_share_statistics(plain: MemoryEngine) -> None:
+    a, b = _bank("stats-a"), _bank("stats-b")
+    plain.retain(["Puffins nest on cliffs."], bank=a)
+    plain.retain(["Puffins and puffins.", "Gannets dive."], bank=b)
+    assert _stats(plain.dsn, a)[1]["puffin"] == 1
+    assert _stats(plain.dsn, b)[1]["puffin"] == 1
+    assert _stats(plain.dsn, b)[0][0] == 2
+
+
+def test_embeddings_are_stored_in_the_row(plain: MemoryEngine) -> None:
+    with psycopg.connect(plain.dsn) as conn:
+        row = conn.execute("SELECT attstorage FROM pg_attribute WHERE attrelid = "
+                           "'memory_units'::regclass AND attname = 'embedding'").fetchone()
+    assert row == ("m",)  # MAIN: inline unless nothing else makes the row fit
+
+
+def test_new_embedded_server_is_tuned(plain: MemoryEngine, pg_data_dir: object) -> None:
+    import os
+
+    if os.environ.get("HINDSIGHT_TEST_DSN"):
+        pytest.skip("the session runs against an external server, not the embedded one")
+    wanted = embedded_settings()
+    with psycopg.connect(plain.dsn) as conn:
+        for name, value in wanted.items():
+            shown = conn.execute("SELECT setting, unit FROM pg_settings WHERE name = %s",
+                                 (name,)).fetchone()
+            assert shown is not None
+            setting, unit = shown
+            if unit == "8kB":
+                assert int(setting) * 8 // 1024 == int(value.removesuffix("MB"))
+            else:
+                assert setting == value
+
+
+# --- BM25 --------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def heron_bank(plain: MemoryEngine) -> tuple[str, dict[str, str]]:
+    bank = _bank("bm25")
+    texts = {"m1": "heron heron heron", "m2": "heron pond", "m3": "pond frog", "m4": "frog lily"}
+    # cosine 0 to the query: only the keyword arm finds them
+    ids = plain.retain([MemoryItem(text=t, embedding=vec(0.0, axis=30 + i))
+                        for i, t in enumerate(texts.values())], bank=bank)
+    return bank, dict(zip(texts, ids, strict=True))
+
+
+def test_bm25_scores_are_okapi_bm25(plain: MemoryEngine,
+                                    heron_bank: tuple[str, dict[str, str]]) -> None:
+    bank, ids = heron_bank
+    with psycopg.connect(plain.dsn) as conn:
+        dl = dict(conn.execute("SELECT id::text, length(search_vector) FROM memory_units "
+                               "WHERE bank_id = %s", (bank,)).fetchall())
+    # dl counts distinct lexemes, the text's and the signals' (the date a memory was said)
+    assert dl[ids["m2"]] == dl[ids["m1"]] + 1  # m2 adds "pond"
+    k1, b = 1.2, 0.75
+    n, df = 4, 2
+    avgdl = sum(dl.values()) / n
+    idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+
+    def bm25(tf: int, length: int) -> float:
+        return idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avgdl))
+
+    result = _with(plain, keyword="bm25", bm25_k1=k1, bm25_b=b).recall(
+        "heron", bank=bank, trace=True)
+    assert result.trace is not None
+    keyword = dict(result.trace.arms["keyword"])
+    assert list(keyword) == [ids["m1"], ids["m2"]]
+    assert math.isclose(keyword[ids["m1"]], bm25(3, dl[ids["m1"]]), rel_tol=1e-9)
+    assert math.isclose(keyword[ids["m2"]], bm25(1, dl[ids["m2"]]), rel_tol=1e-9)
+
+
+def test_bm25_prefers_the_rarer_term(plain: MemoryEngine) -> None:
+    bank = _bank("bm25-idf")
+    texts = [f"river stone {i}" for i in range(6)] + ["river otter"]
+    ids = plain.retain([MemoryItem(text=t, embedding=vec(0.0, axis=40 + i))
+                        for i, t in enumerate(texts)], bank=bank)
+    # "stone" is in six memories, "otter" in one: the otter memory matches one rare term, each
+    # stone memory one common term.
+    result = _with(plain, keyword="bm25").recall("stone otter", bank=bank, trace=True)
+    assert result.trace is not None
+    assert result.trace.arms["keyword"][0][0] == ids[-1]
+
+
+@pytest.mark.parametrize("query", ["北京烤鸭", "quokka & tea | !x:*", "'; DROP TABLE banks; --"])
+def test_bm25_handles_cjk_and_metacharacters(plain: MemoryEngine, query: str) -> None:
+    bank = _bank("bm25-cjk")
+    ids = plain.retain([MemoryItem(text=t, embedding=vec(0.0, axis=50 + i)) for i, t in
+                        enumerate(["我喜欢吃北京烤鸭。", "A quokka drank tea."])], bank=bank)
+    result = _with(plain, keyword="bm25").recall(query, bank=bank, trace=True)
+    assert result.trace is not None
+    found = [i for i, _ in result.trace.arms["keyword"]]
+    if "北京" in query:
+        assert found == [ids[0]]
+    if "quokka" in query:
+        assert found == [ids[1]]
+
+
+@pytest.mark.parametrize("settings", [{"keyword": "okapi"}, {"bm25_b": 1.5}, {"bm25_k1": -1.0}])
+def test_bad_keyword_settings_are_named(settings: dict[str, object]) -> None:
+    with pytest.raises(ConfigurationError, match="keyword|BM25"):
+        RecallSettings(**settings)  # type: ignore[arg-type]
+
+
+# --- term selection --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("ranking", ["fulltext", "bm25"])
+def test_postings_budget_keeps_the_rarest_terms(plain: MemoryEngine, ranking: str) -> None:
+    bank = _bank("postings")
+    texts = [f"meadow note {i}" for i in range(8)] + ["meadow lark", "a lark alone"]
+    ids = plain.retain([MemoryItem(text=t, embedding=vec(0.0, axis=60 + i))
+                        for i, t in enumerate(texts)], bank=bank)
+    # df: lark 2, meadow 9. A budget of 5 postings keeps "lark" and leaves "meadow" out.
+    tight = _with(plain, keyword=ranking, keyword_max_postings=5).recall(
+        "meadow lark", bank=bank, trace=True)
+    assert tight.trace is not None
+    assert {i for i, _ in tight.trace.arms["keyword"]} == {ids[-2], ids[-1]}
+    roomy = _with(plain, keyword=ranking, keyword_max_postings=100).recall(
+        "meadow lark", bank=bank, trace=True)
+    assert roomy.trace is not None
+    assert {i for i, _ in roomy.trace.arms["keyword"]} == set(ids)
+
+
+def test_postings_budget_always_keeps_one_term(plain: MemoryEngine) -> None:
+    bank = _bank("postings-one")
+    ids = plain.retain([MemoryItem(text=f"willow {i}", embedding=vec(0.0, axis=80 + i))
+                        for i in range(4)], bank=bank)
+    result = _with(plain, keyword_max_postings=1).recall("willow", bank=bank, trace=True)
+    assert result.trace is not None
+    assert {i for i, _ in result.trace.arms["keyword"]} == set(ids)
