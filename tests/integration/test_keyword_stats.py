@@ -102,7 +102,7 @@ def test_a_failed_retain_leaves_the_statistics_alone(plain: MemoryEngine) -> Non
     bank = _bank("stats-fail")
     plain.retain(["Wrens nest in hedges."], bank=bank)
     before = _stats(plain.dsn, bank)
-    with pytest.raises(Exception):  # noqa: B017,PT011  (the item's own error is tested elsewhere)
+    with pytest.raises(Exception):  # noqa: B017  (the item's own error is tested elsewhere)
         plain.retain(["Wrens sing.", {"text": ""}], bank=bank)
     assert _stats(plain.dsn, bank) == before
 
@@ -206,7 +206,7 @@ def test_bm25_handles_cjk_and_metacharacters(plain: MemoryEngine, query: str) ->
 
 @pytest.mark.parametrize("settings", [{"keyword": "okapi"}, {"bm25_b": 1.5}, {"bm25_k1": -1.0}])
 def test_bad_keyword_settings_are_named(settings: dict[str, object]) -> None:
-    with pytest.raises(ConfigurationError, match="keyword|BM25"):
+    with pytest.raises(ConfigurationError, match=r"keyword|BM25"):
         RecallSettings(**settings)  # type: ignore[arg-type]
 
 
