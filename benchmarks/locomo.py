@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import datetime as dt
 import importlib.metadata as md
 import json
@@ -94,6 +95,10 @@ OURS_CONFIGS: dict[str, dict[str, Any]] = {
                     "arms": ("semantic", "keyword", "graph")},
     "semantic-only": {"budget": "mid", "max_tokens": 16384, "arms": ("semantic",)},
     "keyword-only": {"budget": "mid", "max_tokens": 16384, "arms": ("keyword",)},
+    # keyword ranking: Okapi BM25 instead of ts_rank_cd (RecallSettings.keyword)
+    "bm25": {"budget": "mid", "max_tokens": 16384, "settings": {"keyword": "bm25"}},
+    "bm25-keyword-only": {"budget": "mid", "max_tokens": 16384, "arms": ("keyword",),
+                          "settings": {"keyword": "bm25"}},
 }
 
 
@@ -113,9 +118,13 @@ class OursSystem:
         self.label = f"hindsight-retrievers ({config_name})"
         self.config_name = config_name
         self.params = dict(OURS_CONFIGS[config_name])
+        settings = self.params.pop("settings", {})
         self.cache = cache
         self.item_cls = item_cls
         self.engine = engine_cls(dsn=None)
+        if settings:
+            self.engine.recall_settings = dataclasses.replace(self.engine.recall_settings,
+                                                              **settings)
         self.run_id = uuid.uuid4().hex[:8]
         self.bank: str | None = None
         self.query_time: dt.datetime | None = None

@@ -236,3 +236,44 @@ def test_postings_budget_always_keeps_one_term(plain: MemoryEngine) -> None:
     result = _with(plain, keyword_max_postings=1).recall("willow", bank=bank, trace=True)
     assert result.trace is not None
     assert {i for i, _ in result.trace.arms["keyword"]} == set(ids)
+
+
+def test_upgrading_a_database_with_memories_backfills_the_statistics(
+        plain: MemoryEngine, monkeypatch: pytest.MonkeyPatch) -> None:
+    from psycopg import sql
+
+    from shared_core import schema
+
+    name = f"upgrade_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(plain.dsn, autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    dsn = psycopg.conninfo.make_conninfo(plain.dsn, dbname=name)
+    try:
+        every = schema.load_migrations()
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            schema.ensure_extensions(conn)
+            conn.autocommit = False
+            monkeypatch.setattr(schema, "load_migrations",
+                                lambda: [m for m in every if m.version < 4])
+            schema.apply_migrations(conn, dimension=384)
+            # memories written before 0004, as that version's retain wrote them
+            conn.execute("INSERT INTO banks (bank_id, embedding_model, embedding_dimension) "
+                         "VALUES ('old', 'fixed', 384)")
+            for i, text in enumerate(["Owls hunt at dusk.", "Owls and owls.", "Bats too."]):
+                conn.execute(
+                    "INSERT INTO memory_units (bank_id, id, text, embedding, fact_type, "
+                    "search_vector) VALUES ('old', %s, %s, %s::vector, 'world', "
+                    "to_tsvector('english', %s))",
+                    (uuid.uuid4(), text, str(vec(0.5, axis=i + 1)), text))
+            conn.commit()
+        monkeypatch.setattr(schema, "load_migrations", lambda: every)
+        with psycopg.connect(dsn) as conn:
+            assert schema.apply_migrations(conn, dimension=384) == [
+                m.version for m in every if m.version >= 4]
+        stats, terms = _stats(dsn, "old")
+        assert stats[0] == 3 and terms["owl"] == 2
+        assert (stats, terms) == _counted(dsn, "old")
+    finally:
+        with psycopg.connect(plain.dsn, autocommit=True) as admin:
+            admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
+                sql.Identifier(name)))
