@@ -19,12 +19,14 @@ removed from the bank.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
 import decimal
 import uuid
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import psycopg
@@ -257,89 +259,107 @@ def _source_from(collection_name: str | None, table_name: str | None, schema_nam
     return _new_source(schema_name, table_name, columns or (), reuse=reuse, **new_kwargs)
 
 
-def _run_sync(dsn: str, engine: MemoryEngine, collection_name: str | None,
-              table_name: str | None, schema_name: str, options: _Options,
-              new_kwargs: _NewKwargs) -> list[str]:
+@dataclass(frozen=True, slots=True)
+class _Fetch:
+    """Run one statement on the source connection; the plan receives all rows."""
+
+    statement: Any
+    params: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Retain:
+    """Retain one batch into the bank; the plan receives the new ids."""
+
+    items: list[MemoryItem]
+
+
+_ImportPlan = Generator["_Fetch | _Retain", Any, list[str]]
+
+
+def _import_plan(collection_name: str | None, table_name: str | None, schema_name: str,
+                 options: _Options, new_kwargs: _NewKwargs) -> _ImportPlan:
+    """The import as a sans-I/O plan: the source may be another database than the engine's,
+    so it cannot be an engine plan; :func:`_run_sync` and :func:`_run_async` drive it."""
+    collections = columns = None
+    if collection_name is not None:
+        found = yield _Fetch("SELECT to_regclass(%s)",
+                             (_relation(schema_name, _COLLECTION_TABLE),))
+        if found == [(None,)]:
+            raise _collection_missing(schema_name, collection_name, [])
+        collections = yield _Fetch(_collection_query(schema_name))
+    else:
+        assert table_name is not None
+        columns = yield _Fetch(_COLUMNS_QUERY, {"relation": _relation(schema_name, table_name)})
+    source = _source_from(collection_name, table_name, schema_name, options.reuse,
+                          collections, columns, new_kwargs)
+    total = yield _Fetch(source.count, source.params)
+    bar = _bar(int(total[0][0]) if total else 0, options, source.label)
     ids: list[str] = []
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        collections = columns = None
-        if collection_name is not None:
-            if conn.execute("SELECT to_regclass(%s)",
-                            (_relation(schema_name, _COLLECTION_TABLE),)).fetchone() == (None,):
-                raise _collection_missing(schema_name, collection_name, [])
-            collections = conn.execute(_collection_query(schema_name)).fetchall()
-        else:
-            assert table_name is not None
-            columns = conn.execute(_COLUMNS_QUERY, {
-                "relation": _relation(schema_name, table_name)}).fetchall()
-        source = _source_from(collection_name, table_name, schema_name, options.reuse,
-                              collections, columns, new_kwargs)
-        total_row = conn.execute(source.count, source.params).fetchone()
-        bar = _bar(int(total_row[0]) if total_row else 0, options, source.label)
-        after: Any = None
-        try:
-            while True:
-                rows = conn.execute(source.page, _page_params(
-                    source, after, after is None, options.batch_size)).fetchall()
-                if not rows:
-                    break
-                after = rows[-1][0]
-                items = _items(source, rows, options)
-                if items:
-                    ids.extend(engine.retain(items, bank=options.bank, progress=False))
-                if bar is not None:
-                    bar.update(len(rows))
-                if len(rows) < options.batch_size:
-                    break
-        finally:
+    after: Any = None
+    try:
+        while True:
+            rows = yield _Fetch(source.page, _page_params(source, after, after is None,
+                                                          options.batch_size))
+            if not rows:
+                break
+            after = rows[-1][0]
+            items = _items(source, rows, options)
+            if items:
+                ids.extend((yield _Retain(items)))
             if bar is not None:
-                bar.close()
+                bar.update(len(rows))
+            if len(rows) < options.batch_size:
+                break
+    finally:
+        if bar is not None:
+            bar.close()
     _finish(options, source.label)
     return ids
 
 
-async def _run_async(dsn: str, engine: MemoryEngine, collection_name: str | None,
-                     table_name: str | None, schema_name: str, options: _Options,
-                     new_kwargs: _NewKwargs) -> list[str]:
-    ids: list[str] = []
+def _run_sync(dsn: str, engine: MemoryEngine, plan: _ImportPlan, bank: str) -> list[str]:
+    with psycopg.connect(dsn, autocommit=True) as conn, contextlib.closing(plan):
+        value: Any = None
+        while True:
+            try:
+                op = plan.send(value)
+            except StopIteration as stop:
+                return stop.value  # type: ignore[no-any-return]
+            if isinstance(op, _Fetch):
+                value = conn.execute(op.statement, op.params).fetchall()
+            else:
+                value = engine.retain(op.items, bank=bank, progress=False)
+
+
+async def _run_async(dsn: str, engine: MemoryEngine, plan: _ImportPlan, bank: str
+                     ) -> list[str]:
     async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
-        collections = columns = None
-        if collection_name is not None:
-            cur = await conn.execute("SELECT to_regclass(%s)",
-                                     (_relation(schema_name, _COLLECTION_TABLE),))
-            if await cur.fetchone() == (None,):
-                raise _collection_missing(schema_name, collection_name, [])
-            collections = await (await conn.execute(_collection_query(schema_name))).fetchall()
-        else:
-            assert table_name is not None
-            columns = await (await conn.execute(_COLUMNS_QUERY, {
-                "relation": _relation(schema_name, table_name)})).fetchall()
-        source = _source_from(collection_name, table_name, schema_name, options.reuse,
-                              collections, columns, new_kwargs)
-        total_row = await (await conn.execute(source.count, source.params)).fetchone()
-        bar = _bar(int(total_row[0]) if total_row else 0, options, source.label)
-        after: Any = None
-        try:
+        with contextlib.closing(plan):
+            value: Any = None
             while True:
-                rows = await (await conn.execute(source.page, _page_params(
-                    source, after, after is None, options.batch_size))).fetchall()
-                if not rows:
-                    break
-                after = rows[-1][0]
-                items = _items(source, rows, options)
-                if items:
-                    ids.extend(await engine.aretain(items, bank=options.bank, progress=False))
-                if bar is not None:
-                    bar.update(len(rows))
-                if len(rows) < options.batch_size:
-                    break
-        finally:
-            if bar is not None:
-                bar.close()
-    _finish(options, source.label)
-    return ids
+                try:
+                    op = plan.send(value)
+                except StopIteration as stop:
+                    return stop.value  # type: ignore[no-any-return]
+                if isinstance(op, _Fetch):
+                    value = await (await conn.execute(op.statement, op.params)).fetchall()
+                else:
+                    value = await engine.aretain(op.items, bank=bank, progress=False)
 
 
+def _start(engine: MemoryEngine | AsyncMemoryEngine, *, bank: str,
+           collection_name: str | None, table_name: str | None, schema_name: str,
+           connection: str | None, embedding_model: Any, reuse_embeddings: bool | None,
+           batch_size: int, progress: bool, new_kwargs: _NewKwargs
+           ) -> tuple[MemoryEngine, str, _ImportPlan]:
+    eng = resolve_engine(engine, None).engine
+    dsn, options = _prepare(
+        eng, collection_name=collection_name, table_name=table_name, bank=bank,
+        connection=connection, embedding_model=embedding_model,
+        reuse_embeddings=reuse_embeddings, batch_size=batch_size, progress=progress)
+    return eng, dsn, _import_plan(collection_name, table_name, schema_name, options,
+                                  new_kwargs)
 
 
 def import_pgvector_collection(
@@ -376,16 +396,15 @@ def import_pgvector_collection(
     >>> ids = import_pgvector_collection(engine, collection_name="docs", bank="docs",
     ...                                  embedding_model="all-MiniLM-L6-v2")
     """
-    eng = resolve_engine(engine, None).engine
-    dsn, options = _prepare(
-        eng, collection_name=collection_name, table_name=table_name, bank=bank,
-        connection=connection, embedding_model=embedding_model,
-        reuse_embeddings=reuse_embeddings, batch_size=batch_size, progress=progress)
-    new_kwargs: _NewKwargs = {
-        "id_column": id_column, "content_column": content_column,
-        "embedding_column": embedding_column, "metadata_json_column": metadata_json_column,
-        "metadata_columns": metadata_columns}
-    return _run_sync(dsn, eng, collection_name, table_name, schema_name, options, new_kwargs)
+    eng, dsn, plan = _start(
+        engine, bank=bank, collection_name=collection_name, table_name=table_name,
+        schema_name=schema_name, connection=connection, embedding_model=embedding_model,
+        reuse_embeddings=reuse_embeddings, batch_size=batch_size, progress=progress,
+        new_kwargs={"id_column": id_column, "content_column": content_column,
+                    "embedding_column": embedding_column,
+                    "metadata_json_column": metadata_json_column,
+                    "metadata_columns": metadata_columns})
+    return _run_sync(dsn, eng, plan, bank)
 
 
 async def aimport_pgvector_collection(
@@ -399,15 +418,13 @@ async def aimport_pgvector_collection(
         metadata_columns: Sequence[str] | None = None) -> list[str]:
     """Async twin of :func:`import_pgvector_collection` (psycopg ``AsyncConnection`` for the
     source, ``engine.aretain`` for each batch)."""
-    eng = resolve_engine(engine, None).engine
-    dsn, options = _prepare(
-        eng, collection_name=collection_name, table_name=table_name, bank=bank,
-        connection=connection, embedding_model=embedding_model,
-        reuse_embeddings=reuse_embeddings, batch_size=batch_size, progress=progress)
-    new_kwargs: _NewKwargs = {
-        "id_column": id_column, "content_column": content_column,
-        "embedding_column": embedding_column, "metadata_json_column": metadata_json_column,
-        "metadata_columns": metadata_columns}
-    return await _run_async(dsn, eng, collection_name, table_name, schema_name, options,
-                            new_kwargs)
+    eng, dsn, plan = _start(
+        engine, bank=bank, collection_name=collection_name, table_name=table_name,
+        schema_name=schema_name, connection=connection, embedding_model=embedding_model,
+        reuse_embeddings=reuse_embeddings, batch_size=batch_size, progress=progress,
+        new_kwargs={"id_column": id_column, "content_column": content_column,
+                    "embedding_column": embedding_column,
+                    "metadata_json_column": metadata_json_column,
+                    "metadata_columns": metadata_columns})
+    return await _run_async(dsn, eng, plan, bank)
 
