@@ -22,7 +22,9 @@ import json
 import os
 import platform
 import shlex
+import shutil
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -99,7 +101,32 @@ OURS_CONFIGS: dict[str, dict[str, Any]] = {
     "bm25": {"budget": "mid", "max_tokens": 16384, "settings": {"keyword": "bm25"}},
     "bm25-keyword-only": {"budget": "mid", "max_tokens": 16384, "arms": ("keyword",),
                           "settings": {"keyword": "bm25"}},
+    # the previous defaults: Postgres full text (ts_rank_cd), keyword weighted 1
+    "fulltext": {"budget": "mid", "max_tokens": 16384, "settings": {
+        "keyword": "fulltext",
+        "arm_weights": {"semantic": 1.0, "keyword": 1.0, "graph": 0.3, "temporal": 0.5}}},
 }
+
+
+def _variant(name: str, **settings: Any) -> None:
+    OURS_CONFIGS[name] = {"budget": "mid", "max_tokens": 16384, "settings": settings}
+
+
+# tuning grid (conversations 0-4 only): postings budget and RRF arm weights
+_variant("fulltext-nobudget", keyword="fulltext", keyword_max_postings=10**9)
+_variant("bm25-nobudget", keyword="bm25", keyword_max_postings=10**9)
+for _kw in (1.5, 2.0, 3.0):
+    _variant(f"bm25-kw{_kw:g}", keyword="bm25",
+             arm_weights={"semantic": 1.0, "keyword": _kw, "graph": 0.3, "temporal": 0.5})
+_variant("bm25-sem0.5", keyword="bm25",
+         arm_weights={"semantic": 0.5, "keyword": 1.0, "graph": 0.3, "temporal": 0.5})
+for _kw in (4.0, 5.0):
+    _variant(f"bm25-kw{_kw:g}", keyword="bm25",
+             arm_weights={"semantic": 1.0, "keyword": _kw, "graph": 0.3, "temporal": 0.5})
+_variant("bm25-kw3-g0.6", keyword="bm25",
+         arm_weights={"semantic": 1.0, "keyword": 3.0, "graph": 0.6, "temporal": 0.5})
+_variant("bm25-kw3-t1", keyword="bm25",
+         arm_weights={"semantic": 1.0, "keyword": 3.0, "graph": 0.3, "temporal": 1.0})
 
 
 class OursSystem:
@@ -121,7 +148,10 @@ class OursSystem:
         settings = self.params.pop("settings", {})
         self.cache = cache
         self.item_cls = item_cls
-        self.engine = engine_cls(dsn=None)
+        # A fresh embedded server per run: results must not depend on what an earlier (or
+        # crashed) run left in the user's default data directory.
+        self._data_root = Path(tempfile.mkdtemp(prefix="hindsight-locomo-"))
+        self.engine = engine_cls(data_dir=self._data_root / "pgdata")
         if settings:
             self.engine.recall_settings = dataclasses.replace(self.engine.recall_settings,
                                                               **settings)
@@ -159,6 +189,7 @@ class OursSystem:
         self._retained.clear()
         with contextlib.suppress(Exception):
             self.engine.close()
+        shutil.rmtree(self._data_root, ignore_errors=True)
 
 
 def ours(config_name: str = "default", cache: EmbeddingCache | None = None) -> OursSystem:

@@ -120,6 +120,19 @@ def _utcnow() -> _dt.datetime:
     return now if now.tzinfo is not None else now.replace(tzinfo=_dt.UTC)
 
 
+async def _close_at_loop_shutdown(pool: AsyncConnectionPool[Any]) -> None:
+    """Close ``pool`` when its event loop shuts down (``asyncio.run`` ending cancels every
+    task). The pool's own workers may be cancelled mid-connect and go back to waiting for work
+    (psycopg_pool retries a failed connection), which hung ``asyncio.run``'s exit; closing the
+    pool sends them their stop message. A no-op once the pool is closed by ``aclose``."""
+    try:
+        await asyncio.Event().wait()
+    except asyncio.CancelledError:
+        if not pool.closed:
+            await pool.close(timeout=1.0)
+        raise
+
+
 class MemoryEngine:
     """Long-term memory on Postgres + pgvector: ``retain`` memories, ``recall`` them.
 
@@ -153,6 +166,7 @@ class MemoryEngine:
         self._lock = threading.Lock()
         self._pool: ConnectionPool[Any] | None = None
         self._async_pools: dict[asyncio.AbstractEventLoop, AsyncConnectionPool[Any]] = {}
+        self._pool_closers: dict[asyncio.AbstractEventLoop, asyncio.Task[None]] = {}
         self._executor: ThreadPoolExecutor | None = None
         self._closed = False
 
@@ -233,12 +247,16 @@ class MemoryEngine:
             await asyncio.to_thread(self._sync_pool)
             for stale in [lp for lp in self._async_pools if lp.is_closed()]:
                 del self._async_pools[stale]
+                self._pool_closers.pop(stale, None)
             pool = AsyncConnectionPool(
                 self.dsn, min_size=self.config.pool_min_size,
                 max_size=self.config.pool_max_size, configure=self._configure_async,
                 open=False, name="hindsight-async")
             await pool.open()
             self._async_pools[loop] = pool
+            # The loop keeps only a weak reference to a task: hold this one.
+            self._pool_closers[loop] = loop.create_task(
+                _close_at_loop_shutdown(pool), name="hindsight-async-pool-closer")
         return pool
 
     def run(self, plan: Plan[T]) -> T:
@@ -272,6 +290,7 @@ class MemoryEngine:
             if not loop.is_closed():
                 loop.run_until_complete(pool.close())
         self._async_pools.clear()
+        self._pool_closers.clear()
         if self._executor is not None:
             self._executor.shutdown(wait=False)
         if self._embedded_path is not None:
@@ -283,6 +302,9 @@ class MemoryEngine:
         pool = self._async_pools.pop(loop, None)
         if pool is not None:
             await pool.close()
+        closer = self._pool_closers.pop(loop, None)
+        if closer is not None:
+            closer.cancel()
         await asyncio.to_thread(self.close)
 
     def __enter__(self) -> MemoryEngine:

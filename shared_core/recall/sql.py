@@ -41,7 +41,7 @@ def tag_clause(tags: Sequence[str] | None, mode: TagsMatch) -> sql.Composable:
 # --- semantic + keyword: one statement ----------------------------------------------------
 # Term statistics come from term_stats / bank_stats (kept by triggers, migration 0004), so
 # choosing terms costs index lookups, not counts. Terms found in more than
-# %(bank_max_df)s of a bank of at least %(bank_min_rows)s memories are dropped: they match
+# %(bank_max_df)s of a bank (and in more than one memory) are dropped: they match
 # much of the bank and carry almost no information (a chat
 # speaker's name in half the turns would outweigh the rare word the question is about; the
 # leading implementation spent seconds on such terms, #2528 / #3498). Of the rest, the
@@ -76,7 +76,7 @@ kept AS MATERIALIZED (
         SELECT k.term, k.q, k.lexemes,
                row_number() OVER w AS pos, sum(k.df) OVER w AS postings
         FROM kterms k, kstats s
-        WHERE s.n < %(bank_min_rows)s OR k.df <= s.n * %(bank_max_df)s
+        WHERE s.n < %(bank_min_rows)s OR k.df <= greatest(1, s.n * %(bank_max_df)s)
         WINDOW w AS (ORDER BY k.df, length(k.term) DESC, k.term ROWS UNBOUNDED PRECEDING)
     ) r
     WHERE pos <= %(max_terms)s AND (pos = 1 OR postings <= %(max_postings)s)

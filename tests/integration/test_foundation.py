@@ -215,6 +215,20 @@ def test_async_twins_share_the_implementation(engine: MemoryEngine, bank: str) -
     assert engine.stats(bank).memories == 1
 
 
+def test_asyncio_run_closes_the_async_pool_it_opened(engine: MemoryEngine, bank: str) -> None:
+    # A user's asyncio.run(main()) that never awaits aclose(): the loop's shutdown must close
+    # the pool (its workers, cancelled mid-connect, used to hang asyncio.run's exit).
+    pools = []
+
+    async def main() -> None:
+        await asyncio.gather(*(engine.arecall(q, bank=bank) for q in ("a", "b", "c", "d")))
+        pools.append(engine._async_pools[asyncio.get_running_loop()])
+
+    engine.retain(["the pool closes with its loop"], bank=bank)
+    asyncio.run(main())
+    assert pools and pools[0].closed
+
+
 def test_bad_configuration_is_a_typed_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError):
         MemoryEngine("   ")

@@ -146,7 +146,8 @@ def test_new_embedded_server_is_tuned(plain: MemoryEngine, pg_data_dir: object) 
 @pytest.fixture(scope="module")
 def heron_bank(plain: MemoryEngine) -> tuple[str, dict[str, str]]:
     bank = _bank("bm25")
-    texts = {"m1": "heron heron heron", "m2": "heron pond", "m3": "pond frog", "m4": "frog lily"}
+    texts = {"m1": "heron heron heron", "m2": "heron pond", "m3": "pond frog", "m4": "frog lily",
+             "m5": "lily pad", "m6": "pad thai", "m7": "thai basil", "m8": "basil leaf"}
     # cosine 0 to the query: only the keyword arm finds them
     ids = plain.retain([MemoryItem(text=t, embedding=vec(0.0, axis=30 + i))
                         for i, t in enumerate(texts.values())], bank=bank)
@@ -162,7 +163,7 @@ def test_bm25_scores_are_okapi_bm25(plain: MemoryEngine,
     # dl counts distinct lexemes, the text's and the signals' (the date a memory was said)
     assert dl[ids["m2"]] == dl[ids["m1"]] + 1  # m2 adds "pond"
     k1, b = 1.2, 0.75
-    n, df = 4, 2
+    n, df = 8, 2  # heron is in 25% of the bank: common terms (above 25%) would be dropped
     avgdl = sum(dl.values()) / n
     idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
 
@@ -185,7 +186,8 @@ def test_bm25_prefers_the_rarer_term(plain: MemoryEngine) -> None:
                         for i, t in enumerate(texts)], bank=bank)
     # "stone" is in six memories, "otter" in one: the otter memory matches one rare term, each
     # stone memory one common term.
-    result = _with(plain, keyword="bm25").recall("stone otter", bank=bank, trace=True)
+    result = _with(plain, keyword="bm25", keyword_bank_max_df=1.0).recall(
+        "stone otter", bank=bank, trace=True)
     assert result.trace is not None
     assert result.trace.arms["keyword"][0][0] == ids[-1]
 
@@ -195,6 +197,7 @@ def test_bm25_handles_cjk_and_metacharacters(plain: MemoryEngine, query: str) ->
     bank = _bank("bm25-cjk")
     ids = plain.retain([MemoryItem(text=t, embedding=vec(0.0, axis=50 + i)) for i, t in
                         enumerate(["我喜欢吃北京烤鸭。", "A quokka drank tea."])], bank=bank)
+    # two memories: a term in one of them is never "common" (found in more than one memory)
     result = _with(plain, keyword="bm25").recall(query, bank=bank, trace=True)
     assert result.trace is not None
     found = [i for i, _ in result.trace.arms["keyword"]]
@@ -219,11 +222,12 @@ def test_postings_budget_keeps_the_rarest_terms(plain: MemoryEngine, ranking: st
     ids = plain.retain([MemoryItem(text=t, embedding=vec(0.0, axis=60 + i))
                         for i, t in enumerate(texts)], bank=bank)
     # df: lark 2, meadow 9. A budget of 5 postings keeps "lark" and leaves "meadow" out.
-    tight = _with(plain, keyword=ranking, keyword_max_postings=5).recall(
+    tight = _with(plain, keyword=ranking, keyword_max_postings=5, keyword_bank_max_df=1.0).recall(
         "meadow lark", bank=bank, trace=True)
     assert tight.trace is not None
     assert {i for i, _ in tight.trace.arms["keyword"]} == {ids[-2], ids[-1]}
-    roomy = _with(plain, keyword=ranking, keyword_max_postings=100).recall(
+    roomy = _with(plain, keyword=ranking, keyword_max_postings=100,
+                  keyword_bank_max_df=1.0).recall(
         "meadow lark", bank=bank, trace=True)
     assert roomy.trace is not None
     assert {i for i, _ in roomy.trace.arms["keyword"]} == set(ids)
@@ -233,7 +237,8 @@ def test_postings_budget_always_keeps_one_term(plain: MemoryEngine) -> None:
     bank = _bank("postings-one")
     ids = plain.retain([MemoryItem(text=f"willow {i}", embedding=vec(0.0, axis=80 + i))
                         for i in range(4)], bank=bank)
-    result = _with(plain, keyword_max_postings=1).recall("willow", bank=bank, trace=True)
+    result = _with(plain, keyword_max_postings=1, keyword_bank_max_df=1.0).recall(
+        "willow", bank=bank, trace=True)
     assert result.trace is not None
     assert {i for i, _ in result.trace.arms["keyword"]} == set(ids)
 
@@ -277,3 +282,17 @@ def test_upgrading_a_database_with_memories_backfills_the_statistics(
         with psycopg.connect(plain.dsn, autocommit=True) as admin:
             admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
                 sql.Identifier(name)))
+
+
+def test_a_term_in_most_of_a_small_bank_is_dropped(plain: MemoryEngine) -> None:
+    bank = _bank("small-common")
+    ids = plain.retain([MemoryItem(text=t, embedding=vec(0.0, axis=90 + i)) for i, t in
+                        enumerate(["Alice joined Google as an engineer.",
+                                   "Alice adopted a cat named Miso.",
+                                   "Bob moved to Paris."])], bank=bank)
+    result = _with(plain).recall("Where does Alice work?", bank=bank, trace=True)
+    assert result.trace is not None
+    assert result.trace.arms["keyword"] == []  # "alice": 2 of 3 memories; "work": none
+    paris = _with(plain).recall("Paris", bank=bank, trace=True)
+    assert paris.trace is not None
+    assert [i for i, _ in paris.trace.arms["keyword"]] == [ids[2]]  # in one memory: kept

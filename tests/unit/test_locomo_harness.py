@@ -233,8 +233,9 @@ class _FakeEngine:
 
     instances: list[_FakeEngine] = []  # noqa: RUF012
 
-    def __init__(self, dsn: str | None = None) -> None:
+    def __init__(self, dsn: str | None = None, *, data_dir: Any = None) -> None:
         self.dsn = dsn
+        self.data_dir = data_dir
         self.banks: dict[str, list[Any]] = {}
         self.recall_kwargs: list[dict[str, Any]] = []
         self.deleted: list[tuple[list[str], str]] = []
