@@ -101,6 +101,8 @@ OURS_CONFIGS: dict[str, dict[str, Any]] = {
     "bm25": {"budget": "mid", "max_tokens": 16384, "settings": {"keyword": "bm25"}},
     "bm25-keyword-only": {"budget": "mid", "max_tokens": 16384, "arms": ("keyword",),
                           "settings": {"keyword": "bm25"}},
+    "fulltext-keyword-only": {"budget": "mid", "max_tokens": 16384, "arms": ("keyword",),
+                              "settings": {"keyword": "fulltext"}},
     # the previous defaults: Postgres full text (ts_rank_cd), keyword weighted 1
     "fulltext": {"budget": "mid", "max_tokens": 16384, "settings": {
         "keyword": "fulltext",

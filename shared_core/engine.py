@@ -248,8 +248,10 @@ class MemoryEngine:
             for stale in [lp for lp in self._async_pools if lp.is_closed()]:
                 del self._async_pools[stale]
                 self._pool_closers.pop(stale, None)
+            # Opened at full size: a pool growing in the background has connection attempts in
+            # flight, and cancelling those at loop shutdown hung asyncio.run's exit.
             pool = AsyncConnectionPool(
-                self.dsn, min_size=self.config.pool_min_size,
+                self.dsn, min_size=self.config.pool_max_size,
                 max_size=self.config.pool_max_size, configure=self._configure_async,
                 open=False, name="hindsight-async")
             await pool.open()
