@@ -167,6 +167,8 @@ class MemoryEngine:
         self._pool: ConnectionPool[Any] | None = None
         self._async_pools: dict[asyncio.AbstractEventLoop, AsyncConnectionPool[Any]] = {}
         self._pool_closers: dict[asyncio.AbstractEventLoop, asyncio.Task[None]] = {}
+        self._pools_opening: dict[asyncio.AbstractEventLoop,
+                                  asyncio.Future[AsyncConnectionPool[Any]]] = {}
         self._executor: ThreadPoolExecutor | None = None
         self._closed = False
 
@@ -242,23 +244,45 @@ class MemoryEngine:
     async def _async_pool(self) -> AsyncConnectionPool[Any]:
         loop = asyncio.get_running_loop()
         pool = self._async_pools.get(loop)
-        if pool is None:
-            # Bootstrapping (models, migrations) is blocking work: keep it off the loop.
-            await asyncio.to_thread(self._sync_pool)
-            for stale in [lp for lp in self._async_pools if lp.is_closed()]:
-                del self._async_pools[stale]
-                self._pool_closers.pop(stale, None)
-            # Opened at full size: a pool growing in the background has connection attempts in
-            # flight, and cancelling those at loop shutdown hung asyncio.run's exit.
-            pool = AsyncConnectionPool(
-                self.dsn, min_size=self.config.pool_max_size,
-                max_size=self.config.pool_max_size, configure=self._configure_async,
-                open=False, name="hindsight-async")
-            await pool.open()
-            self._async_pools[loop] = pool
-            # The loop keeps only a weak reference to a task: hold this one.
-            self._pool_closers[loop] = loop.create_task(
-                _close_at_loop_shutdown(pool), name="hindsight-async-pool-closer")
+        if pool is not None:
+            return pool
+        # Concurrent first calls on one loop (gather of arecalls) must share one pool: each
+        # used to open its own, and the orphans' workers hung asyncio.run's exit.
+        opening = self._pools_opening.get(loop)
+        if opening is not None:
+            return await asyncio.shield(opening)
+        opening = loop.create_future()
+        self._pools_opening[loop] = opening
+        try:
+            pool = await self._open_async_pool(loop)
+        except asyncio.CancelledError:
+            opening.cancel()
+            raise
+        except BaseException as exc:
+            opening.set_exception(exc)
+            opening.exception()  # mark it retrieved: the waiters, if any, get it too
+            raise
+        finally:
+            self._pools_opening.pop(loop, None)
+        opening.set_result(pool)
+        return pool
+
+    async def _open_async_pool(self, loop: asyncio.AbstractEventLoop
+                               ) -> AsyncConnectionPool[Any]:
+        # Bootstrapping (models, migrations) is blocking work: keep it off the loop.
+        await asyncio.to_thread(self._sync_pool)
+        for stale in [lp for lp in self._async_pools if lp.is_closed()]:
+            del self._async_pools[stale]
+            self._pool_closers.pop(stale, None)
+        pool = AsyncConnectionPool(
+            self.dsn, min_size=self.config.pool_min_size,
+            max_size=self.config.pool_max_size, configure=self._configure_async,
+            open=False, name="hindsight-async")
+        await pool.open()
+        self._async_pools[loop] = pool
+        # The loop keeps only a weak reference to a task: hold this one.
+        self._pool_closers[loop] = loop.create_task(
+            _close_at_loop_shutdown(pool), name="hindsight-async-pool-closer")
         return pool
 
     def run(self, plan: Plan[T]) -> T:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import psycopg
@@ -215,9 +216,23 @@ def test_async_twins_share_the_implementation(engine: MemoryEngine, bank: str) -
     assert engine.stats(bank).memories == 1
 
 
-def test_asyncio_run_closes_the_async_pool_it_opened(engine: MemoryEngine, bank: str) -> None:
-    # A user's asyncio.run(main()) that never awaits aclose(): the loop's shutdown must close
-    # the pool (its workers, cancelled mid-connect, used to hang asyncio.run's exit).
+def test_asyncio_run_closes_the_async_pool_it_opened(engine: MemoryEngine, bank: str,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    # A user's asyncio.run(main()) that never awaits aclose(), with concurrent first calls:
+    # they must share one pool, and the loop's shutdown must close it (orphan pools' workers
+    # used to hang asyncio.run's exit).
+    from psycopg_pool import AsyncConnectionPool
+
+    import shared_core.engine as engine_module
+
+    opened: list[object] = []
+
+    class CountingPool(AsyncConnectionPool):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            opened.append(self)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(engine_module, "AsyncConnectionPool", CountingPool)
     pools = []
 
     async def main() -> None:
@@ -227,6 +242,7 @@ def test_asyncio_run_closes_the_async_pool_it_opened(engine: MemoryEngine, bank:
     engine.retain(["the pool closes with its loop"], bank=bank)
     asyncio.run(main())
     assert pools and pools[0].closed
+    assert len(opened) == 1
 
 
 def test_bad_configuration_is_a_typed_error(tmp_path: Path) -> None:
