@@ -295,12 +295,15 @@ def recall_plan(ctx: RecallContext, opts: RecallOptions) -> Plan[RecallResult]:
         notes.append(f"keyword terms cut to the {settings.keyword_max_terms} rarest")
 
     # --- arms, concurrently on separate pooled connections -------------------------------
+    # Semantic and keyword run as two statements, so the two cores share them (one UNION ALL
+    # ran them back to back in one backend: +8 ms p50 at 100k, measured).
     statements: list[tuple[str, Query]] = []
-    if "semantic" in opts.arms or use_keyword:
-        stmt = q.lexical_semantic_statement(types, tag_sql, keyword=use_keyword,
-                                            semantic="semantic" in opts.arms,
-                                            ranking=settings.keyword)
-        statements.append(("lexical", Query(stmt, params)))
+    if "semantic" in opts.arms:
+        statements.append(("semantic", Query(q.lexical_semantic_statement(
+            types, tag_sql, keyword=False, semantic=True), params)))
+    if use_keyword:
+        statements.append(("keyword", Query(q.lexical_semantic_statement(
+            types, tag_sql, keyword=True, semantic=False, ranking=settings.keyword), params)))
     if "graph" in opts.arms:
         statements.append(("graph", Query(q.graph_statement(tag_sql, with_entities=True), params,
                                           timeout_ms=settings.graph_timeout_ms)))
@@ -314,12 +317,10 @@ def recall_plan(ctx: RecallContext, opts: RecallOptions) -> Plan[RecallResult]:
     by_name = dict(zip([name for name, _ in statements], results, strict=True))
 
     arms: dict[ArmName, list[ArmHit]] = {a: [] for a in ARM_NAMES}
-    for row in _rows_or_raise(by_name.get("lexical", [])):
-        arm: ArmName = row["arm"]
-        if arm in opts.arms:
-            arms[arm].append(ArmHit(id=row["id"], score=float(row["score"])))
     for name in ("semantic", "keyword"):
-        arms[name].sort(key=lambda h: (-h.score, h.id))
+        arms[name] = sorted((ArmHit(id=row["id"], score=float(row["score"]))
+                             for row in _rows_or_raise(by_name.get(name, []))),
+                            key=lambda h: (-h.score, h.id))
 
     if "graph" in by_name:
         graph_result = by_name["graph"]

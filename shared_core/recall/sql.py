@@ -85,13 +85,19 @@ kq AS MATERIALIZED (
     SELECT coalesce(string_agg(q::text, ' | '), '')::tsquery AS q FROM kept
 )""")
 
-# Okapi BM25 idf per query lexeme, ln(1 + (N - df + 0.5) / (df + 0.5)), from the bank's stats.
+# Okapi BM25 idf per query lexeme, ln(1 + (N - df + 0.5) / (df + 0.5)), from the bank's stats,
+# as two aligned arrays in one row with the bank's average length: scoring a candidate is then
+# an array lookup per matching lexeme, not a join against a CTE.
 _BM25_LEXEMES = sql.SQL(""",
 klex AS MATERIALIZED (
-    SELECT x.lexeme, ln(1 + (s.n - coalesce(ts.df, 0) + 0.5) / (coalesce(ts.df, 0) + 0.5)) AS idf
+    SELECT coalesce(array_agg(x.lexeme), '{}') AS lex,
+           coalesce(array_agg(ln(1 + (s.n - coalesce(ts.df, 0) + 0.5)
+                                 / (coalesce(ts.df, 0) + 0.5))), '{}') AS idf,
+           greatest(s.lexemes / greatest(s.n, 1), 1) AS avgdl
     FROM (SELECT DISTINCT unnest(lexemes) AS lexeme FROM kept) x
     CROSS JOIN kstats s
     LEFT JOIN term_stats ts ON ts.bank_id = %(bank)s AND ts.lexeme = x.lexeme
+    GROUP BY s.n, s.lexemes
 )""")
 
 _FULLTEXT_SCORE = sql.SQL("ts_rank_cd(u.search_vector, kq.q, 1)")
@@ -99,13 +105,13 @@ _FULLTEXT_SCORE = sql.SQL("ts_rank_cd(u.search_vector, kq.q, 1)")
 # in the memory (text, context and entity/date signals alike), dl = distinct lexemes of the
 # memory, avgdl its bank average (bank_stats).
 _BM25_SCORE = sql.SQL("""(
-        SELECT coalesce(sum(l.idf * v.tf * (%(bm25_k1)s + 1) / (v.tf + %(bm25_k1)s * (
-                   1 - %(bm25_b)s + %(bm25_b)s * length(u.search_vector)
-                       / greatest(s.lexemes / greatest(s.n, 1), 1)))), 0)
-        FROM (SELECT x.lexeme, coalesce(array_length(x.positions, 1), 1) AS tf
-              FROM unnest(u.search_vector) x) v
-        JOIN klex l ON l.lexeme = v.lexeme
-        CROSS JOIN kstats s)""")
+        SELECT coalesce(sum(kl.idf[array_position(kl.lex, x.lexeme)] * x.tf * (%(bm25_k1)s + 1)
+                            / (x.tf + %(bm25_k1)s * (1 - %(bm25_b)s + %(bm25_b)s
+                                  * length(u.search_vector) / kl.avgdl))), 0)
+        FROM (SELECT v.lexeme, coalesce(array_length(v.positions, 1), 1) AS tf
+              FROM unnest(u.search_vector) v WHERE v.lexeme = ANY(kl.lex)) x)""")
+_FULLTEXT_FROM = sql.SQL("")
+_BM25_FROM = sql.SQL(", klex kl")
 
 # One arm per fact type, the type inlined as a literal (a validated enum value) so the planner
 # picks that type's partial HNSW index (migration 0003) instead of filtering a shared one.
@@ -120,7 +126,7 @@ _SEMANTIC_ARM = sql.SQL("""(
 # per (row, fact type).
 _KEYWORD_ARM = sql.SQL("""(
     SELECT 'keyword' AS arm, u.id::text AS id, {score} AS score
-    FROM memory_units u, kq
+    FROM memory_units u, kq{more}
     WHERE u.bank_id = %(bank)s AND u.fact_type = ANY(%(types)s::text[]) AND {tags}
       AND u.search_vector @@ kq.q
     ORDER BY score DESC, u.id DESC
@@ -142,7 +148,8 @@ def lexical_semantic_statement(types: Sequence[str], tags: sql.Composable, *,
     if keyword:
         bm25 = ranking == "bm25"
         arms.append(_KEYWORD_ARM.format(tags=tags,
-                                        score=_BM25_SCORE if bm25 else _FULLTEXT_SCORE))
+                                        score=_BM25_SCORE if bm25 else _FULLTEXT_SCORE,
+                                        more=_BM25_FROM if bm25 else _FULLTEXT_FROM))
         with_clause = sql.Composed([sql.SQL("WITH "), _KEYWORD_QUERY,
                                     _BM25_LEXEMES if bm25 else sql.SQL(""), sql.SQL(" ")])
     body = sql.SQL(" UNION ALL ").join(arms)
