@@ -95,7 +95,6 @@ def reciprocal_rank_fusion(
     ranks: dict[str, dict[ArmName, int]] = {}
     scores: dict[str, dict[ArmName, float]] = {}
     rrf: dict[str, float] = {}
-    best: dict[str, int] = {}
     proximity: dict[str, float | None] = {}
     # Canonical arm order (not the mapping's order) makes the floating-point sums, and so the
     # output, independent of how the caller built the mapping.
@@ -108,18 +107,17 @@ def reciprocal_rank_fusion(
                 ranks[doc] = {arm: position}
                 scores[doc] = {arm: hit.score}
                 rrf[doc] = weight / (k + position)
-                best[doc] = position
             elif arm in arm_ranks:  # duplicate inside one arm: the first copy has the best rank
                 continue
             else:
                 arm_ranks[arm] = position
                 scores[doc][arm] = hit.score
                 rrf[doc] += weight / (k + position)
-                best[doc] = min(best[doc], position)
             if arm == "temporal":
                 proximity[doc] = hit.temporal_proximity
 
-    order = sorted(rrf, key=lambda d: (-round(rrf[d], _RRF_SORT_DIGITS), best[d], d))
+    order = sorted(rrf, key=lambda d: (-round(rrf[d], _RRF_SORT_DIGITS),
+                                       min(ranks[d].values()), d))
     if limit is not None:
         order = order[:limit]
     return [FusedCandidate(id=d, rrf=rrf[d], ranks=MappingProxyType(ranks[d]),

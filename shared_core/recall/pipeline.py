@@ -299,11 +299,10 @@ def recall_plan(ctx: RecallContext, opts: RecallOptions) -> Plan[RecallResult]:
     # ran them back to back in one backend: +8 ms p50 at 100k, measured).
     statements: list[tuple[str, Query]] = []
     if "semantic" in opts.arms:
-        statements.append(("semantic", Query(q.lexical_semantic_statement(
-            types, tag_sql, keyword=False, semantic=True), params)))
+        statements.append(("semantic", Query(q.semantic_statement(types, tag_sql), params)))
     if use_keyword:
-        statements.append(("keyword", Query(q.lexical_semantic_statement(
-            types, tag_sql, keyword=True, semantic=False, ranking=settings.keyword), params)))
+        statements.append(("keyword", Query(q.keyword_statement(tag_sql, settings.keyword),
+                                            params)))
     if "graph" in opts.arms:
         statements.append(("graph", Query(q.graph_statement(tag_sql, with_entities=True), params,
                                           timeout_ms=settings.graph_timeout_ms)))

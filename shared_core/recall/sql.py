@@ -13,8 +13,8 @@ from psycopg import sql
 
 from shared_core.recall.query import KeywordRanking, TagsMatch
 
-__all__ = ["CHUNKS", "HYDRATE", "graph_statement", "lexical_semantic_statement", "tag_clause",
-           "temporal_entry_statement", "temporal_hop_statement"]
+__all__ = ["CHUNKS", "HYDRATE", "graph_statement", "keyword_statement", "semantic_statement",
+           "tag_clause", "temporal_entry_statement", "temporal_hop_statement"]
 
 
 def tag_clause(tags: Sequence[str] | None, mode: TagsMatch) -> sql.Composable:
@@ -38,7 +38,7 @@ def tag_clause(tags: Sequence[str] | None, mode: TagsMatch) -> sql.Composable:
     return sql.SQL(templates[mode]).format(c=col)
 
 
-# --- semantic + keyword: one statement ----------------------------------------------------
+# --- keyword -------------------------------------------------------------------------------------
 # Term statistics come from term_stats / bank_stats (kept by triggers, migration 0004), so
 # choosing terms costs index lookups, not counts. Terms found in more than
 # %(bank_max_df)s of a bank (and in more than one memory) are dropped: they match
@@ -113,49 +113,42 @@ _BM25_SCORE = sql.SQL("""(
 _FULLTEXT_FROM = sql.SQL("")
 _BM25_FROM = sql.SQL(", klex kl")
 
-# One arm per fact type, the type inlined as a literal (a validated enum value) so the planner
+# One scan per fact type, the type inlined as a literal (a validated enum value) so the planner
 # picks that type's partial HNSW index (migration 0003) instead of filtering a shared one.
-_SEMANTIC_ARM = sql.SQL("""(
-    SELECT 'semantic' AS arm, u.id::text AS id, 1 - (u.embedding <=> %(qvec)s) AS score
+# Rows below %(semantic_min)s cosine are dropped after each scan's LIMIT.
+_SEMANTIC_SCAN = sql.SQL("""(
+    SELECT u.id::text AS id, 1 - (u.embedding <=> %(qvec)s) AS score
     FROM memory_units u
     WHERE u.bank_id = %(bank)s AND u.fact_type = {ft} AND {tags}
     ORDER BY u.embedding <=> %(qvec)s
     LIMIT %(n)s)""")
 
-# One keyword scan for all requested types: ts_rank_cd runs once per matching row, not once
-# per (row, fact type).
-_KEYWORD_ARM = sql.SQL("""(
-    SELECT 'keyword' AS arm, u.id::text AS id, {score} AS score
-    FROM memory_units u, kq{more}
-    WHERE u.bank_id = %(bank)s AND u.fact_type = ANY(%(types)s::text[]) AND {tags}
-      AND u.search_vector @@ kq.q
-    ORDER BY score DESC, u.id DESC
-    LIMIT %(keyword_n)s)""")
+# One keyword scan for all requested types: the rank runs once per matching row, not once per
+# (row, fact type).
+_KEYWORD_ARM = sql.SQL("""
+SELECT u.id::text AS id, {score} AS score
+FROM memory_units u, kq{more}
+WHERE u.bank_id = %(bank)s AND u.fact_type = ANY(%(types)s::text[]) AND {tags}
+  AND u.search_vector @@ kq.q
+ORDER BY score DESC, u.id DESC
+LIMIT %(keyword_n)s""")
 
 
-def lexical_semantic_statement(types: Sequence[str], tags: sql.Composable, *,
-                               keyword: bool, semantic: bool = True,
-                               ranking: KeywordRanking = "fulltext") -> sql.Composed:
-    """Semantic arms (one per fact type) and the keyword arm (ranked by ``ranking``), as one
-    ``UNION ALL``.
+def semantic_statement(types: Sequence[str], tags: sql.Composable) -> sql.Composed:
+    """The semantic arm: one HNSW scan per fact type, as one ``UNION ALL``."""
+    scans = sql.SQL(" UNION ALL ").join(
+        _SEMANTIC_SCAN.format(ft=sql.Literal(t), tags=tags) for t in types)
+    return sql.SQL("SELECT id, score FROM ({scans}) s WHERE score >= %(semantic_min)s").format(
+        scans=scans)
 
-    Semantic rows below ``%(semantic_min)s`` cosine are dropped after each arm's LIMIT.
-    """
-    arms: list[sql.Composable] = []
-    if semantic:
-        arms.extend(_SEMANTIC_ARM.format(ft=sql.Literal(t), tags=tags) for t in types)
-    with_clause: sql.Composable = sql.SQL("")
-    if keyword:
-        bm25 = ranking == "bm25"
-        arms.append(_KEYWORD_ARM.format(tags=tags,
-                                        score=_BM25_SCORE if bm25 else _FULLTEXT_SCORE,
-                                        more=_BM25_FROM if bm25 else _FULLTEXT_FROM))
-        with_clause = sql.Composed([sql.SQL("WITH "), _KEYWORD_QUERY,
-                                    _BM25_LEXEMES if bm25 else sql.SQL(""), sql.SQL(" ")])
-    body = sql.SQL(" UNION ALL ").join(arms)
-    return sql.SQL("{with_}SELECT arm, id, score FROM ({body}) arms "
-                   "WHERE arm <> 'semantic' OR score >= %(semantic_min)s").format(
-        with_=with_clause, body=body)
+
+def keyword_statement(tags: sql.Composable, ranking: KeywordRanking) -> sql.Composed:
+    """The keyword arm, ranked by BM25 or ``ts_rank_cd`` (``ranking``)."""
+    bm25 = ranking == "bm25"
+    return sql.Composed([
+        sql.SQL("WITH "), _KEYWORD_QUERY, _BM25_LEXEMES if bm25 else sql.SQL(""),
+        _KEYWORD_ARM.format(tags=tags, score=_BM25_SCORE if bm25 else _FULLTEXT_SCORE,
+                            more=_BM25_FROM if bm25 else _FULLTEXT_FROM)])
 
 
 # --- graph ------------------------------------------------------------------------------------
