@@ -123,22 +123,30 @@ def test_embeddings_are_stored_in_the_row(plain: MemoryEngine) -> None:
     assert row == ("m",)  # MAIN: inline unless nothing else makes the row fit
 
 
-def test_new_embedded_server_is_tuned(plain: MemoryEngine, pg_data_dir: object) -> None:
-    import os
+def test_new_embedded_server_is_tuned() -> None:
+    import shutil
+    import tempfile
+    from pathlib import Path
 
-    if os.environ.get("HINDSIGHT_TEST_DSN"):
-        pytest.skip("the session runs against an external server, not the embedded one")
-    wanted = embedded_settings()
-    with psycopg.connect(plain.dsn) as conn:
-        for name, value in wanted.items():
-            shown = conn.execute("SELECT setting, unit FROM pg_settings WHERE name = %s",
-                                 (name,)).fetchone()
-            assert shown is not None
-            setting, unit = shown
-            if unit == "8kB":
-                assert int(setting) * 8 // 1024 == int(value.removesuffix("MB"))
-            else:
-                assert setting == value
+    from shared_core.server import acquire_embedded, release_embedded
+
+    # A data directory of its own (0700 mkdtemp: see conftest), created by this call.
+    root = Path(tempfile.mkdtemp(prefix="hindsight-tuned-"))
+    path, dsn = acquire_embedded(root / "pgdata")
+    try:
+        with psycopg.connect(dsn) as conn:
+            for name, value in embedded_settings().items():
+                shown = conn.execute("SELECT setting, unit FROM pg_settings WHERE name = %s",
+                                     (name,)).fetchone()
+                assert shown is not None
+                setting, unit = shown
+                if unit == "8kB":
+                    assert int(setting) * 8 // 1024 == int(value.removesuffix("MB"))
+                else:
+                    assert setting == value
+    finally:
+        release_embedded(path)
+        shutil.rmtree(root, ignore_errors=True)
 
 
 # --- BM25 --------------------------------------------------------------------------------------
