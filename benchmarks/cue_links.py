@@ -18,8 +18,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _locomo import DEFAULT_DATA_PATH, load_locomo
-from _ours import r10_by_category, retain_conversation
+from _ours import conversation_zero, r10_by_category, retain_conversation
 
 from shared_core import EngineConfig, MemoryEngine
 
@@ -27,13 +26,12 @@ LINKS = """SELECT count(*) FROM memory_links WHERE bank_id = %s AND link_type = 
 
 
 def main() -> int:
-    if not DEFAULT_DATA_PATH.exists():
-        print(f"LoCoMo not found at {DEFAULT_DATA_PATH}; skipping")
+    conv = conversation_zero()
+    if conv is None:
         return 0
     warnings.filterwarnings("ignore")
     import psycopg
 
-    conv = load_locomo(DEFAULT_DATA_PATH)[0]
     for name, config in (("off", EngineConfig()), ("on", EngineConfig(causal_cue_links=True))):
         bank = f"cue-{name}-{uuid.uuid4().hex[:6]}"
         with MemoryEngine(config=config) as engine:

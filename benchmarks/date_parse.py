@@ -19,6 +19,8 @@ import sys
 import time
 from pathlib import Path
 
+from _report import write_text
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from shared_core.extraction.dates import DucklingDateParser
@@ -144,8 +146,7 @@ def main(argv: list[str] | None = None) -> int:
             "",
             "",
         ]
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text("\n".join(header) + report + "\n", encoding="utf-8")
+        write_text(args.out, "\n".join(header) + report + "\n")
     return 0
 
 

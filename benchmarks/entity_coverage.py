@@ -34,6 +34,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from _report import write_text
+
 from shared_core.config import DEFAULT_SPACY_MODEL
 from shared_core.extraction.entities import (
     DEFAULT_ENTITY_LABELS,
@@ -227,8 +229,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{load_after:.1f} after the timings on {os.cpu_count()} CPUs).",
         "",
     ]
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text("\n".join(lines), encoding="utf-8")
+    write_text(args.out, "\n".join(lines))
     print("\n".join(lines))
     return 0
 

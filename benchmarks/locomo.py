@@ -18,7 +18,6 @@ import contextlib
 import dataclasses
 import datetime as dt
 import importlib.metadata as md
-import json
 import os
 import platform
 import shlex
@@ -62,6 +61,7 @@ from _peers import (
     default_query_time,
     langchain_bm25_available,
 )
+from _report import write_json, write_text
 
 TUNE = range(0, 5)
 HELD_OUT = range(5, 10)
@@ -485,15 +485,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     md_text = render_markdown(report)
     print(md_text)
     if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        write_json(args.out, report)
         log(f"wrote {args.out}")
     if args.plot and report["systems"]:
         plot_curves(report["systems"], args.plot)
         log(f"wrote {args.plot}")
     if args.md:
-        args.md.parent.mkdir(parents=True, exist_ok=True)
-        args.md.write_text(md_text, encoding="utf-8")
+        write_text(args.md, md_text)
         log(f"wrote {args.md}")
     return 0
 

@@ -30,7 +30,6 @@ import argparse
 import datetime as dt
 import gc
 import importlib.metadata as md
-import json
 import os
 import platform
 import shlex
@@ -50,6 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import contextlib
 
 from _corpus import CORPUS_VERSION, Corpus, Queries, cache_dir, make_corpus, make_queries
+from _report import write_json, write_text
 
 HEADLINE = "total_excl_embedding_rerank"
 QS = (50, 95, 99)
@@ -501,10 +501,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     text = markdown(report)
     print(text)
     if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")
+        write_json(args.out, report)
     if args.md:
-        args.md.write_text(text + "\n", encoding="utf-8")
+        write_text(args.md, text + "\n")
     return 0
 
 

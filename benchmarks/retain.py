@@ -49,6 +49,7 @@ sys.path.insert(0, str(HERE))
 
 from _corpus import cache_dir  # noqa: E402
 from _locomo import DEFAULT_DATA_PATH  # noqa: E402
+from _report import write_json  # noqa: E402
 
 MODES = ("a-everything", "b-precomputed", "c-no-extraction")
 TABLES = ("banks", "documents", "chunks", "memory_units", "entities", "unit_entities",
@@ -236,8 +237,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     text = markdown(report)
     print(text)
     if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")
+        write_json(args.out, report)
     return 0
 
 

@@ -20,8 +20,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _locomo import DEFAULT_DATA_PATH, load_locomo
-from _ours import r10_by_category, retain_conversation
+from _ours import conversation_zero, r10_by_category, retain_conversation
 
 from shared_core import MemoryEngine
 from shared_core.recall.boosts import BoostConfig
@@ -50,11 +49,10 @@ def configs(base: RecallSettings) -> dict[str, RecallSettings]:
 
 
 def main() -> int:
-    if not DEFAULT_DATA_PATH.exists():
-        print(f"LoCoMo not found at {DEFAULT_DATA_PATH}; skipping")
+    conv = conversation_zero()
+    if conv is None:
         return 0
     warnings.filterwarnings("ignore")
-    conv = load_locomo(DEFAULT_DATA_PATH)[0]
     bank = f"tune-conv0-{uuid.uuid4().hex[:6]}"
     with MemoryEngine() as engine:
         retain_conversation(engine, conv, bank)
