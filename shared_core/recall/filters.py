@@ -1,0 +1,433 @@
+"""Metadata filters: one neutral filter tree, parsed from PGVector's filter syntax and compiled to
+parameterised SQL over a ``metadata`` jsonb column.
+
+The tree (:class:`Condition`, :class:`And`, :class:`Or`, :class:`Not`) is what the engine
+takes; the LangChain adapter hands it PGVector-style dicts (:func:`parse_filter`), the
+LlamaIndex adapter translates ``MetadataFilters`` into it. :func:`compile_filter` turns a tree
+into a :class:`psycopg.sql.Composable` plus named parameters, which every recall arm adds to its
+``WHERE`` before fusion, so a filtered recall fills its ``k`` from matching memories only.
+
+Semantics (those of langchain-postgres ``PGVector``, with types respected):
+
+- numbers compare as numbers, strings as text (code-point order), booleans and null by
+  equality; a value of another JSON type than the filter's never matches (``{"year": "2021"}``
+  is not ``$gt 2020``);
+- a list in metadata matches when any element does (``{"tags": "a"}`` matches
+  ``["a", "b"]``), like jsonpath's lax mode that PGVector uses;
+- a key missing from a memory's metadata never matches a comparison, ``$in``, ``$nin``,
+  ``$ne``, ``$like`` or ``$ilike`` (PGVector's ``NULL`` semantics); ``$exists: False`` and
+  ``$not`` are how to select memories that lack a key;
+- dates and datetimes given as values compare as the ISO strings retain stores them as;
+- a dotted key (``"author.name"``) reaches into nested objects.
+
+>>> tree = parse_filter({"team": "er", "year": {"$gte": 2020}})
+>>> tree.clauses[1]
+Condition(key=('year',), op='gte', value=2020)
+>>> compiled = compile_filter(tree)
+>>> sorted(compiled.params.items())
+[('mf_0', '$."team" ? (@ == "er")'), ('mf_1', '$."year" ? (@ >= 2020)')]
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias, get_args
+
+from psycopg import sql
+
+from shared_core.errors import InvalidQueryError
+
+__all__ = [
+    "FILTER_OPS",
+    "And",
+    "CompiledFilter",
+    "Condition",
+    "FilterExpr",
+    "FilterOp",
+    "InvalidFilterError",
+    "Not",
+    "Or",
+    "compile_filter",
+    "escape_like",
+    "parse_filter",
+]
+
+FilterOp = Literal[
+    "eq",
+    "ne",
+    "lt",
+    "lte",
+    "gt",
+    "gte",
+    "in",
+    "nin",
+    "between",
+    "like",
+    "ilike",
+    "exists",
+    "contains",
+    "is_empty",
+]
+FILTER_OPS: tuple[FilterOp, ...] = get_args(FilterOp)
+
+_ORDERED_OPS = frozenset({"lt", "lte", "gt", "gte"})
+_SCALAR_OPS = frozenset({"eq", "ne", "contains"})
+_LIST_OPS = frozenset({"in", "nin"})
+_TEXT_OPS = frozenset({"like", "ilike"})
+_JSONPATH_COMPARATORS = {"eq": "==", "lt": "<", "lte": "<=", "gt": ">", "gte": ">="}
+# PGVector's operator names ($-prefixed) for the ops its grammar has.
+_PGVECTOR_OPS: dict[str, FilterOp] = {
+    "$eq": "eq",
+    "$ne": "ne",
+    "$lt": "lt",
+    "$lte": "lte",
+    "$gt": "gt",
+    "$gte": "gte",
+    "$in": "in",
+    "$nin": "nin",
+    "$between": "between",
+    "$like": "like",
+    "$ilike": "ilike",
+    "$exists": "exists",
+}
+_REAL_DATETIME = _dt.datetime  # bound at import: langchain's mock_now patches the module attribute
+
+
+class InvalidFilterError(InvalidQueryError):
+    """A metadata filter is malformed. ``path`` locates the offending part, e.g.
+    ``filter['$and'][1]['year']``; nothing has been queried."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(f"{path}: {reason}")
+
+
+Scalar: TypeAlias = "str | int | float | bool | None"
+
+
+def _scalar(value: Any, path: str, *, ordered: bool = False) -> Scalar:
+    """A filter value as a JSON scalar (dates as ISO strings), or an InvalidFilterError."""
+    if isinstance(value, _REAL_DATETIME | _dt.date):
+        value = value.isoformat()
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise InvalidFilterError(path, "a string value cannot contain a NUL byte")
+        return value
+    if isinstance(value, bool) or value is None:
+        if ordered:
+            raise InvalidFilterError(
+                path, f"expected a number, a string or a date to compare with, got {value!r}"
+            )
+        return value
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidFilterError(path, f"expected a finite number, got {value!r}")
+        return value
+    raise InvalidFilterError(
+        path, f"expected a string, number, bool, None or date, got {type(value).__name__}"
+    )
+
+
+def _key(key: object, path: str) -> tuple[str, ...]:
+    if isinstance(key, tuple) and key and all(isinstance(k, str) and k for k in key):
+        return key
+    if not isinstance(key, str) or not key:
+        raise InvalidFilterError(path, f"a metadata key must be a non-empty string, got {key!r}")
+    if key.startswith("$"):
+        raise InvalidFilterError(path, f"expected a metadata key, got the operator {key!r}")
+    parts = tuple(key.split("."))
+    if any(not p or "\x00" in p for p in parts):
+        raise InvalidFilterError(path, f"malformed metadata key {key!r}")
+    return parts
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Condition:
+    """One test of the memory metadata at ``key`` (a path: ``("author", "name")``).
+
+    ``value`` by ``op``: a scalar for ``eq ne lt lte gt gte contains``; a sequence of scalars
+    for ``in nin``; ``(low, high)`` for ``between``; a LIKE pattern for ``like ilike``; a bool
+    for ``exists``; ignored for ``is_empty`` (missing, null, ``[]`` or ``""``).
+
+    >>> Condition(key="year", op="between", value=[2019, 2021]).value
+    (2019, 2021)
+    """
+
+    key: tuple[str, ...]
+    op: FilterOp
+    value: Any = None
+
+    def __init__(
+        self, *, key: str | tuple[str, ...], op: FilterOp, value: Any = None, path: str = "filter"
+    ) -> None:
+        object.__setattr__(self, "key", _key(key, path))
+        object.__setattr__(self, "op", op)
+        object.__setattr__(self, "value", _check_value(op, value, path))
+
+
+def _check_value(op: str, value: Any, path: str) -> Any:
+    if op not in FILTER_OPS:
+        raise InvalidFilterError(path, f"unknown operator {op!r}; expected one of {list(FILTER_OPS)}")
+    if op in _SCALAR_OPS:
+        if isinstance(value, list | tuple | set | frozenset | Mapping):
+            hint = " (use $in for a list of values)" if op == "eq" else ""
+            raise InvalidFilterError(path, f"{op} expects a single value, got {type(value).__name__}{hint}")
+        return _scalar(value, path)
+    if op in _ORDERED_OPS:
+        return _scalar(value, path, ordered=True)
+    if op in _LIST_OPS:
+        if isinstance(value, str | bytes | Mapping) or not isinstance(value, list | tuple | set | frozenset):
+            raise InvalidFilterError(path, f"{op} expects a list of values, got {type(value).__name__}")
+        return tuple(_scalar(v, f"{path}[{i}]") for i, v in enumerate(value))
+    if op == "between":
+        if isinstance(value, str | bytes | Mapping) or not isinstance(value, list | tuple) or len(value) != 2:
+            raise InvalidFilterError(path, f"between expects [low, high], got {value!r}")
+        return (_scalar(value[0], f"{path}[0]", ordered=True), _scalar(value[1], f"{path}[1]", ordered=True))
+    if op in _TEXT_OPS:
+        if not isinstance(value, str) or "\x00" in value:
+            raise InvalidFilterError(path, f"{op} expects a pattern string, got {value!r}")
+        return value
+    if op == "exists":
+        if not isinstance(value, bool):
+            raise InvalidFilterError(path, f"exists expects True or False, got {value!r}")
+        return value
+    return None  # is_empty
+
+
+@dataclass(frozen=True, slots=True)
+class And:
+    """Every clause holds (an empty ``And`` matches everything)."""
+
+    clauses: tuple[FilterExpr, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Or:
+    """At least one clause holds (an empty ``Or`` matches nothing)."""
+
+    clauses: tuple[FilterExpr, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Not:
+    """The clause does not hold (a memory the clause cannot judge, e.g. one missing the key of a
+    ``like``, counts as not matching it, so ``Not`` keeps it)."""
+
+    clause: FilterExpr
+
+
+FilterExpr: TypeAlias = Condition | And | Or | Not
+
+
+# --------------------------------------------------------------------------- PGVector syntax
+def parse_filter(spec: Mapping[str, Any] | FilterExpr | None, path: str = "filter") -> FilterExpr | None:
+    """PGVector's filter dict (or an already built tree, returned as is) as a filter tree.
+
+    ``{"key": value}`` is ``$eq``; ``{"key": {"$op": value, ...}}`` (several operators are
+    AND-ed); several keys are AND-ed; ``$and`` / ``$or`` take lists of filters, ``$not`` a
+    filter or a list (none may hold). ``None`` and ``{}`` mean no filter.
+
+    >>> tree = parse_filter({"$or": [{"team": "er"}, {"year": {"$in": [2020, 2021]}}]})
+    >>> type(tree).__name__, tree.clauses[1]
+    ('Or', Condition(key=('year',), op='in', value=(2020, 2021)))
+    >>> parse_filter({"year": {"$gte": "x", "$foo": 1}})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    shared_core.recall.filters.InvalidFilterError: filter['year']['$foo']: unknown operator ...
+    """
+    if spec is None or isinstance(spec, Condition | And | Or | Not):
+        return spec
+    if not isinstance(spec, Mapping):
+        raise InvalidFilterError(
+            path, f"expected a dict such as {{'key': 'value'}}, got {type(spec).__name__}"
+        )
+    if not spec:
+        return None
+    clauses: list[FilterExpr] = []
+    for key, value in spec.items():
+        where = f"{path}[{key!r}]"
+        if isinstance(key, str) and key.lower() in ("$and", "$or"):
+            clauses.append(_parse_list(key.lower(), value, where))
+        elif isinstance(key, str) and key.lower() == "$not":
+            if isinstance(value, list | tuple):
+                inner = _parse_list("$or", value, where)
+            else:
+                inner = _parse_required(value, where)
+            clauses.append(Not(inner))
+        elif isinstance(key, str) and key.startswith("$"):
+            raise InvalidFilterError(
+                where,
+                f"unknown operator {key!r} at the top of a filter; "
+                "expected a metadata key, $and, $or or $not",
+            )
+        else:
+            clauses.append(_parse_field(key, value, where))
+    return clauses[0] if len(clauses) == 1 else And(tuple(clauses))
+
+
+def _parse_required(value: Any, path: str) -> FilterExpr:
+    parsed = parse_filter(value, path)
+    if parsed is None:
+        raise InvalidFilterError(path, "expected a non-empty filter")
+    return parsed
+
+
+def _parse_list(op: str, value: Any, path: str) -> FilterExpr:
+    if not isinstance(value, list | tuple) or not value:
+        raise InvalidFilterError(path, f"{op} expects a non-empty list of filters, got {value!r}")
+    clauses = tuple(_parse_required(v, f"{path}[{i}]") for i, v in enumerate(value))
+    return And(clauses) if op == "$and" else Or(clauses)
+
+
+def _parse_field(key: Any, value: Any, path: str) -> FilterExpr:
+    if not isinstance(value, Mapping):
+        return Condition(key=_key(key, path), op="eq", value=value, path=path)
+    if not value:
+        raise InvalidFilterError(path, "expected an operator such as {'$eq': value}, got {}")
+    parts: list[FilterExpr] = []
+    for name, operand in value.items():
+        where = f"{path}[{name!r}]"
+        op = _PGVECTOR_OPS.get(name.lower()) if isinstance(name, str) else None
+        if op is None:
+            raise InvalidFilterError(
+                where, f"unknown operator {name!r}; expected one of {sorted(_PGVECTOR_OPS)}"
+            )
+        parts.append(Condition(key=_key(key, path), op=op, value=operand, path=where))
+    return parts[0] if len(parts) == 1 else And(tuple(parts))
+
+
+# --------------------------------------------------------------------------- compilation
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompiledFilter:
+    """A filter as a boolean SQL expression over the metadata column, and its parameters
+    (named ``{prefix}_{n}``: merge them into the statement's parameters)."""
+
+    clause: sql.Composable
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+
+MATCH_ALL = CompiledFilter(clause=sql.SQL("TRUE"))
+
+
+def escape_like(text: str) -> str:
+    r"""``text`` with LIKE's wildcards escaped (backslash is Postgres' default escape).
+
+    >>> escape_like("100%_sure\\")
+    '100\\%\\_sure\\\\'
+    """
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _json_literal(value: Scalar) -> str:
+    """A scalar as a jsonpath literal (jsonpath's literals are JSON's)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    return json.dumps(value)  # ASCII-only, escapes included: a valid jsonpath string
+
+
+def _jsonpath(key: tuple[str, ...]) -> str:
+    return "$" + "".join("." + json.dumps(part) for part in key)
+
+
+class _Compiler:
+    def __init__(self, column: sql.Composable, prefix: str) -> None:
+        self.column = column
+        self.prefix = prefix
+        self.params: dict[str, Any] = {}
+
+    def param(self, value: Any, cast: str | None = None) -> sql.Composable:
+        name = f"{self.prefix}_{len(self.params)}"
+        self.params[name] = value
+        placeholder: sql.Composable = sql.Placeholder(name)
+        if cast is not None:
+            placeholder = sql.SQL("{}::{}").format(placeholder, sql.SQL(cast))
+        return placeholder
+
+    def matches(self, jsonpath: str) -> sql.Composable:
+        # @? with a filter expression: true when some item at the path passes, false (never
+        # NULL) otherwise, including for items of another type. A GIN index can serve it.
+        return sql.SQL("{} @? {}").format(self.column, self.param(jsonpath, "jsonpath"))
+
+    def any_equal(self, key: tuple[str, ...], values: Sequence[Scalar]) -> sql.Composable:
+        test = " || ".join(f"@ == {_json_literal(v)}" for v in values)
+        return self.matches(f"{_jsonpath(key)} ? ({test})")
+
+    def exists(self, key: tuple[str, ...]) -> sql.Composable:
+        return self.matches(_jsonpath(key))
+
+    def compile(self, node: FilterExpr) -> sql.Composable:
+        if isinstance(node, And):
+            if not node.clauses:
+                return sql.SQL("TRUE")
+            return sql.SQL("({})").format(sql.SQL(" AND ").join(self.compile(c) for c in node.clauses))
+        if isinstance(node, Or):
+            if not node.clauses:
+                return sql.SQL("FALSE")
+            return sql.SQL("({})").format(sql.SQL(" OR ").join(self.compile(c) for c in node.clauses))
+        if isinstance(node, Not):
+            return sql.SQL("(NOT coalesce({}, FALSE))").format(self.compile(node.clause))
+        return self.condition(node)
+
+    def condition(self, c: Condition) -> sql.Composable:
+        path = _jsonpath(c.key)
+        op = c.op
+        if op in _JSONPATH_COMPARATORS:
+            return self.matches(f"{path} ? (@ {_JSONPATH_COMPARATORS[op]} {_json_literal(c.value)})")
+        if op == "ne":
+            return sql.SQL("({} AND NOT {})").format(self.exists(c.key), self.any_equal(c.key, [c.value]))
+        if op == "in":
+            return self.any_equal(c.key, c.value) if c.value else sql.SQL("FALSE")
+        if op == "nin":
+            if not c.value:
+                return self.exists(c.key)
+            return sql.SQL("({} AND NOT {})").format(self.exists(c.key), self.any_equal(c.key, c.value))
+        if op == "between":
+            low, high = c.value
+            return self.matches(f"{path} ? (@ >= {_json_literal(low)} && @ <= {_json_literal(high)})")
+        if op == "contains":
+            return self.matches(f"{path}[*] ? (@ == {_json_literal(c.value)})")
+        if op == "exists":
+            found = self.exists(c.key)
+            return found if c.value else sql.SQL("(NOT {})").format(found)
+        text_path = self.param(list(c.key), "text[]")
+        if op in _TEXT_OPS:
+            # Text of the value, as PGVector's ->> (a missing key is NULL: no match).
+            return sql.SQL("(({} #>> {}) {} {})").format(
+                self.column, text_path, sql.SQL("LIKE" if op == "like" else "ILIKE"), self.param(c.value)
+            )
+        # is_empty: missing, null, [] or "".
+        return sql.SQL(
+            "(coalesce({} #> {}, 'null'::jsonb) IN ('null'::jsonb, '[]'::jsonb, '\"\"'::jsonb))"
+        ).format(self.column, text_path)
+
+
+def compile_filter(
+    node: FilterExpr | Mapping[str, Any] | None, *, column: sql.Composable | None = None, prefix: str = "mf"
+) -> CompiledFilter:
+    """Compile a filter tree (or a PGVector-style dict) to SQL over ``column`` (default
+    ``u.metadata``: the recall statements alias ``memory_units`` as ``u``).
+
+    >>> from psycopg import sql
+    >>> compile_filter(None).clause.as_string()
+    'TRUE'
+    >>> c = compile_filter({"tag": {"$like": "a%"}}, column=sql.Identifier("metadata"))
+    >>> c.clause.as_string(), c.params
+    ('(("metadata" #>> %(mf_0)s::text[]) LIKE %(mf_1)s)', {'mf_0': ['tag'], 'mf_1': 'a%'})
+    """
+    tree = parse_filter(node) if not isinstance(node, Condition | And | Or | Not) else node
+    if tree is None:
+        return MATCH_ALL
+    compiler = _Compiler(column if column is not None else sql.Identifier("u", "metadata"), prefix)
+    clause = compiler.compile(tree)
+    return CompiledFilter(clause=clause, params=dict(compiler.params))
