@@ -96,3 +96,43 @@ def test_the_metadata_index_exists(engine: MemoryEngine) -> None:
             "SELECT indexdef FROM pg_indexes WHERE indexname = 'memory_units_metadata_gin'"
         ).fetchone()
     assert row is not None and "jsonb_path_ops" in row[0]
+
+
+def _li(*filters: Any, condition: str = "and") -> Any:
+    from llama_index.core.vector_stores.types import FilterCondition, MetadataFilters
+
+    return MetadataFilters(filters=list(filters), condition=FilterCondition(condition))
+
+
+def _lf(key: str, value: Any, op: str = "==") -> Any:
+    from llama_index.core.vector_stores.types import FilterOperator, MetadataFilter
+
+    return MetadataFilter(key=key, value=value, operator=FilterOperator(op))
+
+
+@pytest.mark.parametrize(
+    ("make", "expected"),
+    [
+        (lambda: _li(_lf("team", "er")), {1, 3}),
+        (lambda: _li(_lf("year", 2020, ">")), {1, 5}),
+        (lambda: _li(_lf("team", "er", "!=")), {2, 5}),
+        (lambda: _li(_lf("year", [2019, 2021], "in")), {1, 2}),
+        (lambda: _li(_lf("tags", ["a", "b"], "any")), {1, 2}),
+        (lambda: _li(_lf("tags", ["a", "b"], "all")), {1}),
+        (lambda: _li(_lf("tags", "b", "contains")), {1, 2}),
+        (lambda: _li(_lf("name", "AR", "text_match_insensitive")), {3}),
+        (lambda: _li(_lf("name", "e_", "text_match")), {5}),
+        (lambda: _li(_lf("team", None, "is_empty")), {4, 5}),
+        (lambda: _li(_lf("team", "icu"), _lf("year", 2022, ">"), condition="or"), {2, 5}),
+        (lambda: _li(_lf("team", "er"), _lf("team", "icu"), condition="not"), {4, 5}),
+        (lambda: _li(_lf("team", "er"), _li(_lf("year", 2021), _lf("year", "2021"), condition="or")), {1, 3}),
+    ],
+)
+def test_llamaindex_filters_select_the_same(
+    conn: psycopg.Connection[Any], make: Any, expected: set[int]
+) -> None:
+    from hindsight_llamaindex.metadata_filters import to_filter_tree
+
+    tree = to_filter_tree(make())
+    assert tree is not None
+    assert matching(conn, tree) == expected
