@@ -16,6 +16,7 @@ import numpy.typing as npt
 
 from shared_core.config import DEFAULT_EMBED_BATCH_SIZE, DEFAULT_EMBEDDING_MODEL
 from shared_core.errors import ModelUnavailableError
+from shared_core.quiet import quiet_model_loading
 
 __all__ = ["SentenceTransformerEmbedder", "default_embedder"]
 
@@ -65,9 +66,10 @@ class SentenceTransformerEmbedder:
 
                     path = _resolve_model_path(self._model_spec)
                     try:
-                        self._model = SentenceTransformer(
-                            path, device=self._device, local_files_only=True
-                        )
+                        with quiet_model_loading():
+                            self._model = SentenceTransformer(
+                                path, device=self._device, local_files_only=True
+                            )
                     except Exception as exc:
                         raise ModelUnavailableError(
                             f"embedding model {self._model_spec!r} could not be loaded from "
