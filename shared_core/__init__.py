@@ -1,7 +1,7 @@
 """hindsight-retrievers core: the TEMPR retain/recall pipeline on Postgres + pgvector.
 
->>> from shared_core import MemoryEngine
->>> with MemoryEngine() as engine:
+>>> from shared_core import MemoryEngine  # doctest: +SKIP
+>>> with MemoryEngine() as engine:  # doctest: +SKIP
 ...     engine.retain(["Alice works at Google."], bank="demo")
 """
 
