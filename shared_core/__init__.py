@@ -13,11 +13,14 @@ from shared_core.errors import (
     ExtensionUnavailableError,
     HindsightError,
     InvalidItemError,
+    InvalidOptionError,
     InvalidQueryError,
     InvalidTimeWindowError,
     ModelUnavailableError,
     SchemaError,
 )
+from shared_core.recall.options import RecallOptions
+from shared_core.recall.settings import RecallSettings
 from shared_core.types import (
     MemoryItem,
     MemoryRecord,
@@ -40,13 +43,16 @@ __all__ = [
     "ExtensionUnavailableError",
     "HindsightError",
     "InvalidItemError",
+    "InvalidOptionError",
     "InvalidQueryError",
     "InvalidTimeWindowError",
     "MemoryEngine",
     "MemoryItem",
     "MemoryRecord",
     "ModelUnavailableError",
+    "RecallOptions",
     "RecallResult",
+    "RecallSettings",
     "RecallTrace",
     "RecalledMemory",
     "SchemaError",
