@@ -227,6 +227,10 @@ class RecalledMemory:
     chunk_id: str | None = None
     entities: tuple[str, ...] = ()
     scores: ScoreBreakdown = field(default_factory=ScoreBreakdown)
+    #: Cosine similarity of the memory to the query (every returned memory has one).
+    similarity: float | None = None
+    #: True for a memory added only to fill ``k``: no arm found it above its thresholds.
+    below_threshold: bool = False
 
     def __repr__(self) -> str:
         text = self.text if len(self.text) <= 60 else self.text[:57] + "..."

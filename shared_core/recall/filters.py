@@ -43,6 +43,7 @@ from shared_core.errors import InvalidQueryError
 
 __all__ = [
     "FILTER_OPS",
+    "MATCH_ALL",
     "And",
     "CompiledFilter",
     "Condition",

@@ -8,16 +8,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from psycopg import sql
+
 from shared_core.recall.fusion import FusedCandidate
 from shared_core.storage.plan import Plan, Query
 from shared_core.types import DateGrain, FactType
 
-__all__ = ["CHUNKS", "HYDRATE", "MemoryRow", "chunks_plan", "hydrate_plan"]
+__all__ = ["CHUNKS", "FILL", "HYDRATE", "MemoryRow", "chunks_plan", "fill_plan", "hydrate_plan"]
 
 HYDRATE = """
 SELECT u.id::text AS id, u.text, u.context, u.fact_type, u.occurred_start, u.occurred_end,
        u.mentioned_at, u.date_grain, u.tags, u.metadata, u.proof_count, u.document_id,
-       u.chunk_id,
+       u.chunk_id, 1 - (u.embedding <=> %(qvec)s) AS similarity,
        coalesce((SELECT array_agg(e.canonical_name ORDER BY e.canonical_name)
                  FROM unit_entities ue JOIN entities e
                    ON e.bank_id = ue.bank_id AND e.id = ue.entity_id
@@ -46,6 +48,7 @@ class MemoryRow:
     proof_count: int
     document_id: str | None
     chunk_id: str | None
+    similarity: float
     entities: Sequence[str]
 
 
@@ -58,14 +61,52 @@ class ChunkRow:
 
 
 def hydrate_plan(
-    bank: str, candidates: Sequence[FusedCandidate]
+    bank: str, candidates: Sequence[FusedCandidate], vector: Any
 ) -> Plan[tuple[list[FusedCandidate], dict[str, MemoryRow]]]:
-    """The candidates still stored (a concurrent delete may have taken some), with their rows."""
+    """The candidates still stored (a concurrent delete may have taken some), with their rows
+    and their cosine similarity to the query ``vector``."""
     rows: list[MemoryRow] = yield Query(
-        HYDRATE, {"bank": bank, "ids": [uuid.UUID(c.id) for c in candidates]}, row_type=MemoryRow
+        HYDRATE,
+        {"bank": bank, "ids": [uuid.UUID(c.id) for c in candidates], "qvec": vector},
+        row_type=MemoryRow,
     )
     by_id = {r.id: r for r in rows}
     return [c for c in candidates if c.id in by_id], by_id
+
+
+# The memories nearest the query that recall did not return (every arm has thresholds), for
+# ``k``: a bank holding k memories that pass the filters returns k. Exact order (no index):
+# it runs only when recall came back short, and reads at most the filtered bank.
+FILL = """
+SELECT u.id::text AS id FROM memory_units u
+WHERE u.bank_id = %(bank)s AND u.fact_type = ANY(%(types)s::text[]) AND {where}
+  AND u.id <> ALL(%(seen)s::uuid[])
+ORDER BY u.embedding <=> %(qvec)s, u.id
+LIMIT %(fill)s"""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IdRow:
+    id: str
+
+
+def fill_plan(where: sql.Composable, params: Mapping[str, Any], seen: Sequence[str], count: int
+              ) -> Plan[list[MemoryRow]]:
+    """Up to ``count`` more memories, nearest the query first, passing ``where`` (the arms'
+    tag and metadata filter, whose parameters are in ``params``), none of ``seen``."""
+    found: list[IdRow] = yield Query(
+        sql.SQL(FILL).format(where=where),
+        {**params, "seen": [uuid.UUID(i) for i in seen], "fill": count},
+        row_type=IdRow,
+    )
+    if not found:
+        return []
+    rows: list[MemoryRow] = yield Query(
+        HYDRATE, {"bank": params["bank"], "ids": [uuid.UUID(r.id) for r in found],
+                  "qvec": params["qvec"]}, row_type=MemoryRow,
+    )
+    by_id = {r.id: r for r in rows}
+    return [by_id[r.id] for r in found if r.id in by_id]
 
 
 def chunks_plan(bank: str, chunk_ids: Sequence[str]) -> Plan[dict[str, str]]:

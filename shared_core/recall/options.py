@@ -31,6 +31,7 @@ from shared_core.config import DEFAULT_BANK, DEFAULT_MAX_CHUNK_TOKENS, DEFAULT_M
 from shared_core.errors import InvalidOptionError, InvalidQueryError
 from shared_core.protocols import PairScorer
 from shared_core.recall.budget import resolve_budget
+from shared_core.recall.filters import FilterExpr, parse_filter
 from shared_core.recall.query import TAGS_MATCH_MODES, TagsMatch, check_tags, check_types
 from shared_core.recall.rerank import Reranker
 from shared_core.types import ARM_NAMES, ArmName, FactType, TimeWindow, check_bank
@@ -137,6 +138,8 @@ class RecallOptions:
     reranker: RerankerSpec | None = None
     trace: bool = False
     arms: Iterable[ArmName] = field(default=frozenset(ARM_NAMES))
+    filter: FilterExpr | Mapping[str, Any] | None = None
+    k: int | None = None
 
     def __post_init__(self) -> None:
         check_bank(self.bank)
@@ -172,6 +175,10 @@ class RecallOptions:
         if not arms or not arms <= set(ARM_NAMES):
             raise InvalidOptionError("arms", f"must be a non-empty subset of {list(ARM_NAMES)}")
         self._set("arms", arms)
+        # PGVector's filter syntax or a filter tree; InvalidFilterError names the bad part.
+        self._set("filter", parse_filter(self.filter))
+        if self.k is not None:
+            _positive_int("k", self.k)
         if self.reranker is not None and not isinstance(self.reranker, str | Reranker | PairScorer):
             raise InvalidOptionError(
                 "reranker",
@@ -197,6 +204,13 @@ class RecallOptions:
         return value
 
     @property
+    def metadata_filter(self) -> FilterExpr | None:
+        """``filter`` as validated (a filter tree)."""
+        value = self.filter
+        assert value is None or not isinstance(value, Mapping)
+        return value
+
+    @property
     def arm_names(self) -> frozenset[ArmName]:
         """``arms`` as validated."""
         return frozenset(self.arms)
@@ -218,6 +232,8 @@ class RecallKwargs(TypedDict, total=False):
     reranker: RerankerSpec | None
     trace: bool
     arms: Iterable[ArmName]
+    filter: FilterExpr | Mapping[str, Any] | None
+    k: int | None
 
 
 def recall_option_names() -> tuple[str, ...]:

@@ -22,8 +22,9 @@ from shared_core.recall.arms.semantic import SEMANTIC
 from shared_core.recall.arms.temporal import TEMPORAL, DatedHit, temporal_proximity
 from shared_core.recall.boosts import BoostInput, apply_boosts
 from shared_core.recall.budget import chunk_fill, resolve_budget, token_cut
+from shared_core.recall.filters import compile_filter
 from shared_core.recall.fusion import ArmHit, FusedCandidate, reciprocal_rank_fusion
-from shared_core.recall.hydrate import MemoryRow, chunks_plan, hydrate_plan
+from shared_core.recall.hydrate import MemoryRow, chunks_plan, fill_plan, hydrate_plan
 from shared_core.recall.options import RecallOptions
 from shared_core.recall.query import bound_query, check_types
 from shared_core.recall.rerank import Reranker, format_document
@@ -78,6 +79,7 @@ def recall_plan(ctx: RecallContext, query: str, opts: RecallOptions) -> Plan[Rec
         n=n,
         window=window,
         settings=settings,
+        filter=compile_filter(opts.metadata_filter),
     )
     arms = yield from _search(aq, opts.arm_names, watch, notes)
     with watch.stage("fusion"):
@@ -92,11 +94,18 @@ def recall_plan(ctx: RecallContext, query: str, opts: RecallOptions) -> Plan[Rec
     rerank_trace: list[tuple[str, float]] = []
     if cut:
         with watch.stage("hydrate"):
-            cut, rows = yield from hydrate_plan(opts.bank, cut)
+            cut, rows = yield from hydrate_plan(opts.bank, cut, vector)
         memories, rerank_trace = yield from _rank(ctx, text, opts, cut, rows, n, now, window, watch)
-        if opts.include_chunks:
-            with watch.stage("chunks"):
-                chunks = yield from _chunks(ctx, opts, memories)
+    if opts.k is not None and len(memories) < opts.k:
+        with watch.stage("fill"):
+            extra = yield from fill_plan(
+                aq.where_sql, aq.params(), [c.id for c in cut], opts.k - len(memories))
+        memories += [_memory(row, 0.0, ScoreBreakdown(), below_threshold=True) for row in extra]
+        if extra:
+            notes.append(f"{len(extra)} memories below the arms' thresholds filled k={opts.k}")
+    if memories and opts.include_chunks:
+        with watch.stage("chunks"):
+            chunks = yield from _chunks(ctx, opts, memories)
     trace = None
     if opts.trace:
         if ctx.reranker.fallback_reason:
@@ -185,7 +194,10 @@ def _rank(
         fused_by_id = {c.id: c for c in cut}
         raw_by_id = dict(zip([c.id for c in cut], raw, strict=True)) if raw is not None else {}
         scored = scored[: 2 * n]
-        kept = token_cut([rows[s.id].text for s in scored], opts.max_tokens, ctx.counter)
+        # k means k: with k, the k best are returned whatever their length; without, the
+        # memories that fit max_tokens.
+        kept = (min(opts.k, len(scored)) if opts.k is not None
+                else token_cut([rows[s.id].text for s in scored], opts.max_tokens, ctx.counter))
         memories = [
             _memory(rows[s.id], s.final, s.breakdown(fused_by_id[s.id], reranker_raw=raw_by_id.get(s.id)))
             for s in scored[:kept]
@@ -203,7 +215,9 @@ def _chunks(
     return dict(zip(ordered[: fill.kept], fill.texts, strict=False))
 
 
-def _memory(row: MemoryRow, score: float, scores: ScoreBreakdown) -> RecalledMemory:
+def _memory(
+    row: MemoryRow, score: float, scores: ScoreBreakdown, *, below_threshold: bool = False
+) -> RecalledMemory:
     return RecalledMemory(
         id=row.id,
         text=row.text,
@@ -219,6 +233,8 @@ def _memory(row: MemoryRow, score: float, scores: ScoreBreakdown) -> RecalledMem
         chunk_id=row.chunk_id,
         entities=tuple(row.entities),
         scores=scores,
+        similarity=float(row.similarity),
+        below_threshold=below_threshold,
     )
 
 

@@ -45,6 +45,7 @@ def _row(memory_id: str, text: str, **extra: Any) -> dict[str, Any]:
         "proof_count": 1,
         "document_id": None,
         "chunk_id": None,
+        "similarity": 0.5,
         "entities": [],
     }
     row.update(extra)
@@ -82,11 +83,11 @@ def _answer(arms: dict[str, list[dict[str, Any]] | BaseException]):  # type: ign
             return arms.get("temporal_hop", [])
         if "mentioned_at BETWEEN" in text:
             return arms.get("temporal", [])
-        if "u.embedding <=>" in text:
-            return arms.get("semantic", [])
         if "FROM memory_units u\nWHERE u.bank_id = %(bank)s AND u.id = ANY" in text:
             wanted = {str(i) for i in query.params["ids"]}  # type: ignore[index]
             return [r for i, r in STORED.items() if i in wanted]
+        if "u.embedding <=>" in text:
+            return arms.get("semantic", [])
         raise AssertionError(f"unexpected statement {text[:80]!r}")
 
     return answer

@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 from psycopg import sql
 
+from shared_core.recall.filters import MATCH_ALL, CompiledFilter
 from shared_core.recall.fusion import ArmHit
 from shared_core.recall.query import TagsMatch
 from shared_core.recall.settings import RecallSettings
@@ -75,10 +76,14 @@ class ArmQuery:
     n: int
     window: TimeWindow | None
     settings: RecallSettings
+    filter: CompiledFilter = MATCH_ALL
 
     @property
-    def tag_sql(self) -> sql.Composable:
-        return tag_clause(self.tags, self.tags_match)
+    def where_sql(self) -> sql.Composable:
+        """The memory filter every arm statement applies to ``u``: tags and metadata (its
+        parameters are in :meth:`params`). Filtering inside each arm, before fusion and the
+        token cut, is what lets a filtered recall fill its ``k`` with matching memories."""
+        return sql.SQL("({} AND {})").format(tag_clause(self.tags, self.tags_match), self.filter.clause)
 
     def params(self, **extra: Any) -> dict[str, Any]:
         """The parameters every arm statement shares, plus ``extra``."""
@@ -88,6 +93,7 @@ class ArmQuery:
             "types": list(self.types),
             "tags": list(self.tags or ()),
             "n": self.n,
+            **self.filter.params,
             **extra,
         }
 

@@ -115,7 +115,7 @@ def _params(q: ArmQuery) -> dict[str, Any]:
 
 def _start(q: ArmQuery) -> Query:
     return Query(
-        graph_statement(q.tag_sql, with_entities=True), _params(q), timeout_ms=q.settings.graph_timeout_ms
+        graph_statement(q.where_sql, with_entities=True), _params(q), timeout_ms=q.settings.graph_timeout_ms
     )
 
 
@@ -132,7 +132,7 @@ def _finish(
         )
         with watch.stage("graph_fallback"):
             (rows,) = yield Concurrently(
-                (Query(graph_statement(q.tag_sql, with_entities=False), _params(q)),)
+                (Query(graph_statement(q.where_sql, with_entities=False), _params(q)),)
             )
     # Already ordered by the SQL (score, then id descending).
     return ArmResult(

@@ -166,7 +166,7 @@ def _start(q: ArmQuery) -> Query | None:
         return None
     s = q.settings
     return Query(
-        keyword_statement(q.tag_sql, s.keyword),
+        keyword_statement(q.where_sql, s.keyword),
         q.params(
             ts_config=s.ts_config,
             words=list(q.words),

@@ -32,7 +32,7 @@ def semantic_statement(types: Sequence[str], tags: sql.Composable) -> sql.Compos
 
 def _start(q: ArmQuery) -> Query:
     return Query(
-        semantic_statement(q.types, q.tag_sql), q.params(semantic_min=q.settings.semantic_min_similarity)
+        semantic_statement(q.types, q.where_sql), q.params(semantic_min=q.settings.semantic_min_similarity)
     )
 
 

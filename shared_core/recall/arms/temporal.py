@@ -193,7 +193,7 @@ def _spread(
     above ``_TEMPORAL_MIN_SCORE``.
     """
     settings = q.settings
-    statement = temporal_hop_statement(q.tag_sql)
+    statement = temporal_hop_statement(q.where_sql)
     best: dict[str, float] = {e.id: temporal_proximity(e.date, window) for e in entries}
     reached: dict[str, dict[str, Any]] = {}
     frontier = list(best)
@@ -228,7 +228,7 @@ def _start(q: ArmQuery) -> Query | None:
     if q.window is None:
         return None
     return Query(
-        temporal_entry_statement(q.tag_sql),
+        temporal_entry_statement(q.where_sql),
         q.params(wstart=q.window.start, wend=q.window.end, pool=q.settings.temporal_entry_pool),
     )
 
