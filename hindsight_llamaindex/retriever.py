@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -28,17 +28,20 @@ from llama_index.core.schema import (
     RelatedNodeInfo,
     TextNode,
 )
-from llama_index.core.vector_stores.types import (
-    FilterCondition,
-    FilterOperator,
-    MetadataFilter,
-    MetadataFilters,
-)
+from llama_index.core.vector_stores.types import MetadataFilters
 from llama_index_instrumentation import get_dispatcher
 from typing_extensions import Unpack
 
+from hindsight_llamaindex.metadata_filters import to_filter_tree
 from shared_core.engine import AsyncMemoryEngine, MemoryEngine
-from shared_core.integrations import EngineHandle, memory_item, memory_metadata, resolve_engine
+from shared_core.errors import ConfigurationError, InvalidItemError
+from shared_core.integrations import (
+    EngineHandle,
+    document_key,
+    memory_item,
+    relevance,
+    resolve_engine,
+)
 from shared_core.recall.options import RecallKwargs, RecallOptions
 from shared_core.types import MemoryItem, RecalledMemory, RecallResult
 
@@ -46,10 +49,9 @@ __all__ = ["HindsightRecallEvent", "HindsightRetriever", "memory_to_node"]
 
 dispatcher = get_dispatcher(__name__)
 
-# Keys this adapter adds to node metadata; kept out of LLM prompts and embeddings.
-INTERNAL_KEYS: tuple[str, ...] = ("memory_id", "score", "fact_type", "occurred_start",
-                                  "occurred_end", "mentioned_at", "tags", "document_id",
-                                  "chunk_id", "entities", "scores", "bank")
+# Where a node's source document id (``ref_doc_id``) is kept in a memory's metadata; taken out
+# again when the node is rebuilt, so the node's metadata is the user's, as given.
+REF_DOC_KEY = "_ref_doc_id"
 
 
 class HindsightRecallEvent(BaseEvent):
@@ -65,100 +67,48 @@ class HindsightRecallEvent(BaseEvent):
         return "HindsightRecallEvent"
 
 
-def memory_to_node(memory: RecalledMemory, bank: str) -> NodeWithScore:
-    """A recalled memory as ``NodeWithScore(TextNode(id_=memory id, ...), score)``."""
-    meta: dict[str, Any] = {**memory_metadata(memory), "memory_id": memory.id, "bank": bank}
+def memory_to_node(memory: RecalledMemory, bank: str | None = None) -> NodeWithScore:
+    """A recalled memory as ``NodeWithScore(TextNode(...), score)``: the node has the id and the
+    metadata it was inserted with (so its ``hash`` is stable, and ``QueryFusionRetriever``
+    de-duplicates it against other retrievers' copies), its source document as the ``SOURCE``
+    relationship, and ``score`` is the relevance (cosine similarity to the query). Recall's
+    details (fact type, dates, the score breakdown) are on the :class:`HindsightRecallEvent`
+    and in ``engine.recall``."""
+    meta: dict[str, Any] = dict(memory.metadata)
+    ref_doc_id = meta.pop(REF_DOC_KEY, None)
     relationships: dict[NodeRelationship, RelatedNodeInfo | list[RelatedNodeInfo]] = {}
-    if memory.document_id is not None:
-        relationships[NodeRelationship.SOURCE] = RelatedNodeInfo(node_id=memory.document_id)
-    keys = [k for k in meta if k in INTERNAL_KEYS]
-    node = TextNode(id_=memory.id, text=memory.text, metadata=meta,
-                    excluded_llm_metadata_keys=keys, excluded_embed_metadata_keys=keys,
+    if isinstance(ref_doc_id, str):
+        relationships[NodeRelationship.SOURCE] = RelatedNodeInfo(node_id=ref_doc_id)
+    node = TextNode(id_=document_key(memory), text=memory.text, metadata=meta,
                     relationships=relationships)
-    return NodeWithScore(node=node, score=float(memory.score))
+    return NodeWithScore(node=node, score=relevance(memory))
 
 
 def node_to_item(node: BaseNode) -> MemoryItem:
-    """A LlamaIndex document or node as a :class:`~shared_core.MemoryItem` (text without
-    metadata; the first of ``occurred_at``/``timestamp``/``created_at``/``date`` dates it; the
-    source document id, or the document's own id, becomes ``document_id``)."""
-    from llama_index.core.schema import Document
-
-    document_id = node.id_ if isinstance(node, Document) else node.ref_doc_id
-    return memory_item(node.get_content(metadata_mode=MetadataMode.NONE), node.metadata,
-                       document_id=document_id)
-
-
-# ------------------------------------------------------------------ metadata filters
-def _compare(op: FilterOperator, have: Any, want: Any) -> bool:
-    try:
-        if op == FilterOperator.EQ:  # a list (tags) equals a scalar when it contains it
-            return bool(have == want) or (isinstance(have, list) and not isinstance(want, list)
-                                          and want in have)
-        if op == FilterOperator.NE:
-            return not _compare(FilterOperator.EQ, have, want)
-        if op == FilterOperator.GT:
-            return bool(have > want)
-        if op == FilterOperator.LT:
-            return bool(have < want)
-        if op == FilterOperator.GTE:
-            return bool(have >= want)
-        if op == FilterOperator.LTE:
-            return bool(have <= want)
-        if op == FilterOperator.IN:
-            return have in want or (isinstance(have, list) and any(h in want for h in have))
-        if op == FilterOperator.NIN:
-            return have not in want and not (isinstance(have, list)
-                                             and any(h in want for h in have))
-        if op == FilterOperator.ANY:
-            return isinstance(have, list) and any(w in have for w in want)
-        if op == FilterOperator.ALL:
-            return isinstance(have, list) and all(w in have for w in want)
-        if op == FilterOperator.CONTAINS:
-            return isinstance(have, list | str) and want in have
-        if op == FilterOperator.TEXT_MATCH:
-            return isinstance(have, str) and str(want) in have
-        if op == FilterOperator.TEXT_MATCH_INSENSITIVE:
-            return isinstance(have, str) and str(want).lower() in have.lower()
-        if op == FilterOperator.IS_EMPTY:
-            return have is None or have == [] or have == ""
-    except TypeError:
-        return False
-    raise NotImplementedError(f"filter operator {op!r} is not supported")
+    """A LlamaIndex document or node as a :class:`~shared_core.MemoryItem`: text without
+    metadata, the first of ``occurred_at``/``timestamp``/``created_at``/``date`` dates it, and
+    its ``id_`` becomes the ``document_id`` (inserting the same id again replaces it)."""
+    meta = dict(node.metadata)
+    ref_doc_id = node.ref_doc_id
+    if ref_doc_id is not None and ref_doc_id != node.id_:
+        meta[REF_DOC_KEY] = ref_doc_id
+    return memory_item(node.get_content(metadata_mode=MetadataMode.NONE), meta,
+                       document_id=node.id_)
 
 
-def matches(filters: MetadataFilters, metadata: Mapping[str, Any]) -> bool:
-    """Evaluate LlamaIndex ``MetadataFilters`` against a node's metadata."""
-    results = []
-    for f in filters.filters:
-        if isinstance(f, MetadataFilters):
-            results.append(matches(f, metadata))
-        else:
-            results.append(_compare(f.operator, metadata.get(f.key), f.value))
-    if filters.condition == FilterCondition.OR:
-        return any(results)
-    if filters.condition == FilterCondition.NOT:
-        return not any(results)
-    return all(results)
-
-
-def _pushdown(filters: MetadataFilters | None) -> dict[str, Any]:
-    """Recall options implied by top-level AND filters on ``tags`` and ``fact_type``."""
-    if filters is None or filters.condition not in (None, FilterCondition.AND):
-        return {}
-    out: dict[str, Any] = {}
-    for f in filters.filters:
-        if not isinstance(f, MetadataFilter):
-            continue
-        values = f.value if isinstance(f.value, list) else [f.value]
-        if f.key == "tags" and f.operator in (FilterOperator.EQ, FilterOperator.CONTAINS,
-                                              FilterOperator.ANY, FilterOperator.IN):
-            out["tags"], out["tags_match"] = [str(v) for v in values], "any"
-        elif f.key == "tags" and f.operator == FilterOperator.ALL:
-            out["tags"], out["tags_match"] = [str(v) for v in values], "all"
-        elif f.key == "fact_type" and f.operator in (FilterOperator.EQ, FilterOperator.IN):
-            out["types"] = [str(v) for v in values]
-    return out
+def nodes_to_items(nodes: object) -> tuple[list[MemoryItem], list[str]]:
+    """Validate what ``insert`` was given; the items and the node ids, in order."""
+    if not isinstance(nodes, list | tuple):
+        raise InvalidItemError(0, f"insert expects a list of nodes or documents, got "
+                                  f"{type(nodes).__name__}; wrap a single node in a list")
+    items = []
+    for index, node in enumerate(nodes):
+        if not isinstance(node, BaseNode):
+            raise InvalidItemError(index, f"expected a LlamaIndex node or Document, got "
+                                          f"{type(node).__name__} (wrap text as "
+                                          "TextNode(text=...) or Document(text=...))")
+        items.append(node_to_item(node))
+    return items, [n.id_ for n in nodes]
 
 
 class HindsightRetriever(BaseRetriever):
@@ -169,11 +119,16 @@ class HindsightRetriever(BaseRetriever):
             embedded server, closed by :meth:`close`).
         bank: the memory bank.
         similarity_top_k: how many nodes to return at most.
-        filters: ``MetadataFilters``; ``tags`` and ``fact_type`` filters are pushed into recall,
-            every filter is also checked on each memory's metadata.
-        options: any :class:`~shared_core.recall.options.RecallOptions` field (``bank``,
-            ``max_tokens``, ``budget``, ``types``, ``tags``, ``tags_match``, ``include_chunks``,
-            ``reranker``, ...), validated here.
+        filters: ``MetadataFilters`` on the nodes' metadata (every ``FilterOperator``,
+            AND/OR/NOT, nested), applied inside recall: ``similarity_top_k`` matching nodes come
+            back whenever the bank holds that many.
+        memory_tags: memory tags to filter on; with ``tags_match`` ``"any"``/``"all"`` untagged
+            memories pass too, ``"any_strict"``/``"all_strict"`` keep tagged ones only,
+            ``"exact"`` wants the same set.
+        progress: progress bar on long inserts (``None``: on a terminal only).
+        options: any other :class:`~shared_core.recall.options.RecallOptions` field (``bank``,
+            ``max_tokens``, ``budget``, ``types``, ``tags_match``, ``include_chunks``,
+            ``reranker``, ...), validated here. Unknown names are a ``TypeError``.
 
     Implements ``_aretrieve`` natively (async Postgres), emits :class:`HindsightRecallEvent`
     through LlamaIndex instrumentation, and plugs into ``RetrieverQueryEngine``.
@@ -188,16 +143,26 @@ class HindsightRetriever(BaseRetriever):
 
     def __init__(self, engine: MemoryEngine | AsyncMemoryEngine | None = None, *,
                  dsn: str | None = None, similarity_top_k: int = DEFAULT_SIMILARITY_TOP_K,
-                 filters: MetadataFilters | None = None,
-                 callback_manager: CallbackManager | None = None,
+                 filters: MetadataFilters | None = None, memory_tags: Sequence[str] | None = None,
+                 progress: bool | None = None, callback_manager: CallbackManager | None = None,
                  object_map: dict[str, Any] | None = None, objects: list[IndexNode] | None = None,
                  verbose: bool = False, **options: Unpack[RecallKwargs]) -> None:
-        if similarity_top_k < 1:
-            raise ValueError("similarity_top_k must be >= 1")
-        self.options = RecallOptions(**options)
+        if isinstance(similarity_top_k, bool) or not isinstance(similarity_top_k, int) \
+                or similarity_top_k < 1:
+            raise ConfigurationError(f"similarity_top_k must be an integer >= 1, got "
+                                     f"{similarity_top_k!r}")
+        for name, instead in (("k", "similarity_top_k"), ("filter", "filters"),
+                              ("tags", "memory_tags")):
+            if name in options:
+                raise ConfigurationError(f"{name}= is not an option here: use {instead}=")
+        self.filter_tree = to_filter_tree(filters)
+        fields: dict[str, Any] = {**options, "tags": memory_tags, "filter": self.filter_tree,
+                                  "k": similarity_top_k}
+        self.options = RecallOptions(**fields)
         self._handle: EngineHandle = resolve_engine(engine, dsn)
         self.similarity_top_k = similarity_top_k
         self.filters = filters
+        self.progress = progress
         super().__init__(callback_manager=callback_manager, object_map=object_map,
                          objects=objects, verbose=verbose)
 
@@ -219,28 +184,21 @@ class HindsightRetriever(BaseRetriever):
                 f"filters={self.filters!r}, engine={self.engine!r})")
 
     # ------------------------------------------------------------------ retrieval
-    def _options(self) -> dict[str, Any]:
-        """This retriever's options, with the filters' pushdown on top."""
-        options = {f.name: getattr(self.options, f.name) for f in dataclasses.fields(RecallOptions)}
-        options.update(_pushdown(self.filters))
-        return options
-
     def _nodes(self, query: str, result: RecallResult) -> list[NodeWithScore]:
         nodes = []
-        for memory in result.memories:
-            node = memory_to_node(memory, self.bank)
-            if self.filters is not None and not matches(self.filters, node.node.metadata):
-                continue
+        for memory in result.memories[: self.similarity_top_k]:
+            node = memory_to_node(memory)
             if self.options.include_chunks and memory.chunk_id is not None \
                     and memory.chunk_id in result.chunks:
                 node.node.metadata["chunk"] = result.chunks[memory.chunk_id]
             nodes.append(node)
-            if len(nodes) >= self.similarity_top_k:
-                break
         dispatcher.event(HindsightRecallEvent(
-            bank=self.bank, query=query, memory_ids=[n.node.node_id for n in nodes],
+            bank=self.bank, query=query, memory_ids=[m.id for m in result.memories],
             scores=[float(n.score or 0.0) for n in nodes]))
         return nodes
+
+    def _options(self) -> dict[str, Any]:
+        return {f.name: getattr(self.options, f.name) for f in dataclasses.fields(RecallOptions)}
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         query = query_bundle.query_str
@@ -251,16 +209,31 @@ class HindsightRetriever(BaseRetriever):
         return self._nodes(query, await self.engine.arecall(query, **self._options()))
 
     # ------------------------------------------------------------------ writing
-    def insert(self, documents_or_nodes: Sequence[BaseNode]) -> list[str]:
-        """Retain LlamaIndex documents or nodes; return the new memory ids.
+    def insert(self, nodes: Sequence[BaseNode], *, progress: bool | None = None) -> list[str]:
+        """Retain LlamaIndex nodes or documents; return their ids (``node.id_``).
 
-        A document's id (or a node's source document id) becomes the memory's
-        ``document_id``: inserting that document again replaces its memories.
+        Inserting an id again replaces it; a node's ``ref_doc_id`` comes back as its
+        ``SOURCE`` relationship. A bad item raises
+        :class:`~shared_core.errors.InvalidItemError` naming it, before any write.
         """
-        return self.engine.retain([node_to_item(n) for n in documents_or_nodes],
-                                  bank=self.bank, progress=False)
+        items, ids = nodes_to_items(nodes)
+        self.engine.retain(items, bank=self.bank, progress=self._progress(progress))
+        return ids
 
-    async def ainsert(self, documents_or_nodes: Sequence[BaseNode]) -> list[str]:
+    async def ainsert(self, nodes: Sequence[BaseNode], *, progress: bool | None = None
+                      ) -> list[str]:
         """Async twin of :meth:`insert`."""
-        return await self.engine.aretain([node_to_item(n) for n in documents_or_nodes],
-                                         bank=self.bank, progress=False)
+        items, ids = nodes_to_items(nodes)
+        await self.engine.aretain(items, bank=self.bank, progress=self._progress(progress))
+        return ids
+
+    def _progress(self, progress: bool | None) -> bool | None:
+        return progress if progress is not None else self.progress
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """Delete the nodes with these ids (and their memories, links and chunks)."""
+        self.engine.delete_documents(ids, bank=self.bank)
+
+    async def adelete(self, ids: Sequence[str]) -> None:
+        """Async twin of :meth:`delete`."""
+        await self.engine.adelete_documents(ids, bank=self.bank)

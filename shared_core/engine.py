@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import numpy as np
+import numpy.typing as npt
 import psycopg
 from typing_extensions import Unpack
 
@@ -36,7 +38,8 @@ from shared_core.recall.settings import RecallSettings
 from shared_core.retain.flow import RetainContext, retain_flow
 from shared_core.schema import apply_migrations, ensure_extensions, schema_dimension, schema_model
 from shared_core.server import acquire_embedded, normalise_dsn, release_embedded
-from shared_core.storage import queries
+from shared_core.storage import documents, queries
+from shared_core.storage.documents import StoredDocument
 from shared_core.storage.plan import Plan
 from shared_core.storage.pools import Pools
 from shared_core.types import MemoryRecord, RecallResult, check_bank
@@ -71,6 +74,23 @@ class BankStats:
     chunks: int = 0
     entities: int = 0
     links_by_type: dict[str, int] = field(default_factory=dict)
+
+
+def _checked_dsn(dsn: str) -> str:
+    """``dsn`` if libpq can read it; else a ConfigurationError now, before any model loads
+    (a DSN is only used after the embedder is loaded and the schema checked)."""
+    scheme = dsn.split("://", 1)[0].lower() if "://" in dsn else None
+    if scheme is not None and scheme not in ("postgresql", "postgres"):
+        raise ConfigurationError(
+            f"dsn scheme {scheme!r} is not a Postgres one: expected postgresql://... "
+            "(or postgresql+psycopg://..., or libpq 'host=... dbname=...')")
+    try:
+        psycopg.conninfo.conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError as exc:
+        raise ConfigurationError(
+            f"dsn is not a valid connection string ({str(exc).splitlines()[0]}): expected "
+            "postgresql://user@host:port/dbname or libpq 'host=... dbname=...'") from None
+    return dsn
 
 
 def _utcnow() -> _dt.datetime:
@@ -112,7 +132,7 @@ class MemoryEngine:
         else:
             if data_dir is not None:
                 raise ConfigurationError("pass either dsn= or data_dir= (embedded), not both")
-            self.dsn = normalise_dsn(dsn)
+            self.dsn = _checked_dsn(normalise_dsn(dsn))
         self.models = Models(embedder=embedder, token_counter=token_counter,
                              date_parser=date_parser, entity_extractor=entity_extractor,
                              freeze_gc_after_load=self.config.freeze_gc_after_load)
@@ -226,7 +246,7 @@ class MemoryEngine:
 
     # ---------------------------------------------------------------- retain
     def retain_plan(self, items: Iterable[Any], *, bank: str = DEFAULT_BANK,
-                    document_id: str | None = None, progress: bool = False,
+                    document_id: str | None = None, progress: bool | None = None,
                     fact_extractor: FactExtractor | None = None) -> Plan[list[str]]:
         """:meth:`retain` as a plan, to compose with other statements in one transaction
         (run it with :meth:`run` / :meth:`arun`, or ``yield from`` it inside a plan)."""
@@ -235,7 +255,7 @@ class MemoryEngine:
                            progress=progress, fact_extractor=fact_extractor)
 
     def retain(self, items: Iterable[Any], *, bank: str = DEFAULT_BANK,
-               document_id: str | None = None, progress: bool = True,
+               document_id: str | None = None, progress: bool | None = None,
                fact_extractor: FactExtractor | None = None) -> list[str]:
         """Store memories; return the new memory ids in input order.
 
@@ -256,7 +276,7 @@ class MemoryEngine:
                                          progress=progress, fact_extractor=fact_extractor))
 
     async def aretain(self, items: Iterable[Any], *, bank: str = DEFAULT_BANK,
-                      document_id: str | None = None, progress: bool = True,
+                      document_id: str | None = None, progress: bool | None = None,
                       fact_extractor: FactExtractor | None = None) -> list[str]:
         """Async twin of :meth:`retain`."""
         return await self.arun(self.retain_plan(items, bank=bank, document_id=document_id,
@@ -320,6 +340,35 @@ class MemoryEngine:
         """Async twin of :meth:`delete`."""
         return await self.arun(queries.delete_plan(check_bank(bank), ids, document_id))
 
+    def get_documents(self, ids: Sequence[str], *, bank: str = DEFAULT_BANK
+                      ) -> list[StoredDocument]:
+        """The documents with these ids (the ``document_id`` they were retained with, or a
+        memory id), in the order asked; ids not found are skipped."""
+        return self.run(documents.get_documents_plan(check_bank(bank), ids))
+
+    async def aget_documents(self, ids: Sequence[str], *, bank: str = DEFAULT_BANK
+                             ) -> list[StoredDocument]:
+        """Async twin of :meth:`get_documents`."""
+        return await self.arun(documents.get_documents_plan(check_bank(bank), ids))
+
+    def delete_documents(self, ids: Sequence[str], *, bank: str = DEFAULT_BANK) -> int:
+        """Delete the documents (or memories) with these ids; return how many memories went."""
+        return self.run(documents.delete_documents_plan(check_bank(bank), ids))
+
+    async def adelete_documents(self, ids: Sequence[str], *, bank: str = DEFAULT_BANK) -> int:
+        """Async twin of :meth:`delete_documents`."""
+        return await self.arun(documents.delete_documents_plan(check_bank(bank), ids))
+
+    def vectors(self, memory_ids: Sequence[str], *, bank: str = DEFAULT_BANK
+                ) -> dict[str, npt.NDArray[np.float32]]:
+        """The stored embeddings of these memories, by id."""
+        return self.run(documents.vectors_plan(check_bank(bank), memory_ids))
+
+    async def avectors(self, memory_ids: Sequence[str], *, bank: str = DEFAULT_BANK
+                       ) -> dict[str, npt.NDArray[np.float32]]:
+        """Async twin of :meth:`vectors`."""
+        return await self.arun(documents.vectors_plan(check_bank(bank), memory_ids))
+
     def banks(self) -> list[BankInfo]:
         """Every bank in the database."""
         return [BankInfo(**row) for row in self.run(queries.banks_plan())]
@@ -360,7 +409,7 @@ class AsyncMemoryEngine:
         self.sync = engine
 
     async def retain(self, items: Iterable[Any], *, bank: str = DEFAULT_BANK,
-                     document_id: str | None = None, progress: bool = True,
+                     document_id: str | None = None, progress: bool | None = None,
                      fact_extractor: FactExtractor | None = None) -> list[str]:
         """See :meth:`MemoryEngine.retain`."""
         return await self.sync.aretain(items, bank=bank, document_id=document_id,

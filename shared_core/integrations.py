@@ -19,11 +19,13 @@ __all__ = [
     "DATE_KEYS",
     "DateKind",
     "EngineHandle",
+    "document_key",
     "first_date",
     "from_aware",
     "iso_or_none",
     "memory_item",
     "memory_metadata",
+    "relevance",
     "resolve_engine",
     "to_aware",
 ]
@@ -80,12 +82,14 @@ def _parse_iso(value: str) -> datetime.datetime:
 def to_aware(value: Any) -> tuple[datetime.datetime, DateKind]:
     """A metadata timestamp as an aware datetime, plus the kind it came as.
 
-    Accepts datetimes (naive ones are *local* time, as ``datetime.datetime.now()`` and
-    LangChain's time-weighted retriever use), dates (local midnight), ISO-8601 strings and epoch
-    seconds (int or float). Raises ``TypeError`` / ``ValueError`` for anything else.
+    Accepts datetimes (naive ones are UTC, as everywhere in this library, whatever the
+    machine's time zone), dates (midnight UTC), ISO-8601 strings and epoch seconds (int or
+    float). Raises ``TypeError`` / ``ValueError`` for anything else.
 
     >>> to_aware(0.0)[1]
     'epoch'
+    >>> to_aware(datetime.datetime(2024, 1, 1, 12))[0].isoformat()
+    '2024-01-01T12:00:00+00:00'
     """
     if isinstance(value, bool):
         raise TypeError("a bool is not a timestamp")
@@ -97,8 +101,7 @@ def to_aware(value: Any) -> tuple[datetime.datetime, DateKind]:
         value = _REAL_DT(value.year, value.month, value.day)
     if isinstance(value, _REAL_DT):
         if value.tzinfo is None or value.utcoffset() is None:
-            # astimezone() on a naive value interprets it as local time.
-            return value.astimezone(), "naive"
+            return value.replace(tzinfo=_UTC), "naive"
         return value, "aware"
     raise TypeError(f"{type(value).__name__} is not a timestamp (datetime, ISO string or epoch)")
 
@@ -108,16 +111,9 @@ def from_aware(value: datetime.datetime, kind: str) -> Any:
     if kind == "epoch":
         return value.timestamp()
     if kind == "naive":
-        local = value.astimezone()
+        utc = value.astimezone(_UTC)
         return _REAL_DT(
-            local.year,
-            local.month,
-            local.day,
-            local.hour,
-            local.minute,
-            local.second,
-            local.microsecond,
-            fold=local.fold,
+            utc.year, utc.month, utc.day, utc.hour, utc.minute, utc.second, utc.microsecond
         )
     return value
 
@@ -137,14 +133,30 @@ def first_date(metadata: Mapping[str, Any], keys: tuple[str, ...] = DATE_KEYS) -
     return None
 
 
+def relevance(memory: RecalledMemory) -> float:
+    """The relevance a framework reports for a memory (``metadata["score"]``,
+    ``NodeWithScore.score``), which ``score_threshold`` filters on: its cosine similarity to the
+    query, until recall delivers a calibrated relevance. Recall's own ranking score stays in
+    ``scores.final``."""
+    return float(memory.similarity) if memory.similarity is not None else float(memory.score)
+
+
+def document_key(memory: RecalledMemory) -> str:
+    """The id a framework sees: the id its user gave (``document_id``), else the memory id."""
+    return memory.document_id if memory.document_id is not None else memory.id
+
+
 def memory_metadata(memory: RecalledMemory) -> dict[str, Any]:
     """A recalled memory's metadata for a framework document: its own metadata, then
-    ``score``, ``fact_type``, the dates (ISO strings), ``tags``, ``document_id``, ``chunk_id``,
-    ``entities`` and ``scores`` (the full breakdown, as plain dicts)."""
+    ``score`` (:func:`relevance`), ``below_threshold`` (added only to fill ``k``),
+    ``memory_id``, ``fact_type``, the dates (ISO strings), ``tags``, ``document_id``,
+    ``chunk_id``, ``entities`` and ``scores`` (the full breakdown, as plain dicts)."""
     meta: dict[str, Any] = dict(memory.metadata)
     meta.update(
         {
-            "score": float(memory.score),
+            "score": relevance(memory),
+            "below_threshold": memory.below_threshold,
+            "memory_id": memory.id,
             "fact_type": memory.fact_type,
             "occurred_start": iso_or_none(memory.occurred_start),
             "occurred_end": iso_or_none(memory.occurred_end),
@@ -175,7 +187,7 @@ def memory_item(
     """A framework document's text and metadata as a :class:`~shared_core.types.MemoryItem`.
 
     The first timestamp among :data:`DATE_KEYS` (datetime, ISO string or epoch seconds; naive =
-    local time) becomes ``occurred_start``; ``tags`` (a list of strings) and ``fact_type`` are
+    UTC) becomes ``occurred_start``; ``tags`` (a list of strings) and ``fact_type`` are
     used when valid. With ``read_context``, ``context`` and ``mentioned_at`` are read too.
 
     >>> memory_item("Alice moved.", {"tags": ["a"], "date": "2024-03-01T00:00:00Z"},

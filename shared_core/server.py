@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import re
 import threading
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -108,9 +109,13 @@ def acquire_embedded(data_dir: Path | str | None = None) -> tuple[Path, str]:
         handle = _servers.get(path)
         if handle is None:
             try:
-                import pgserver._commands
-                import pgserver.postgres_server
-                from pgserver.postgres_server import get_server
+                with warnings.catch_warnings():
+                    # pgserver asks platformdirs for a runtime dir at import, which warns
+                    # when XDG_RUNTIME_DIR is unset (containers, CI): third-party noise.
+                    warnings.filterwarnings("ignore", module="platformdirs")
+                    import pgserver._commands
+                    import pgserver.postgres_server
+                    from pgserver.postgres_server import get_server
 
                 from shared_core.pginstall import embedded_install
             except ImportError as exc:  # pragma: no cover - a hard dependency

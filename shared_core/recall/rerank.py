@@ -13,8 +13,9 @@ scores and scores normalised to [0, 1]:
   boosts refine the fused order instead of sorting by recency alone.
 
 Models load lazily, at first use, once per process and spec, and only from local files: nothing
-is ever downloaded. A model that cannot be loaded gives passthrough mode, one
-:class:`RerankerFallbackWarning` per spec and ``reranker.name == "passthrough"`` for the trace.
+is ever downloaded. A model that cannot be loaded gives passthrough mode, one short warning
+line per spec and process on the ``shared_core.recall.rerank`` logger (no URL, no traceback),
+and ``reranker.name == "passthrough"`` with the reason in the trace.
 
 >>> r = Reranker.from_spec("none")
 >>> r.name, r.rerank("who joined Google?", ["Alice joined Google.", "Bob likes tea."])
@@ -24,10 +25,10 @@ is ever downloaded. A model that cannot be loaded gives passthrough mode, one
 from __future__ import annotations
 
 import datetime as _dt
+import logging
 import math
 import os
 import threading
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, cast
@@ -49,6 +50,8 @@ __all__ = [
     "passthrough_scores",
 ]
 
+_log = logging.getLogger(__name__)
+
 PASSTHROUGH_NAME: Final = "passthrough"
 PASSTHROUGH_SPECS: Final = frozenset({"none", "passthrough", "rrf"})
 """Spec strings that select passthrough mode explicitly (no model, no warning)."""
@@ -63,7 +66,8 @@ _MONTHS: Final = ("January", "February", "March", "April", "May", "June", "July"
 
 
 class RerankerFallbackWarning(UserWarning):
-    """A reranker model could not be loaded; recall uses passthrough (RRF-rank) scores."""
+    """Kept for imports: the fallback is now reported on the ``shared_core.recall.rerank``
+    logger (one line per spec and process), not as a warning."""
 
 
 def format_document(text: str, context: str | None, occurred_start: _dt.datetime | None) -> str:
@@ -166,11 +170,6 @@ def _load_cross_encoder(spec: str) -> PairScorer:
     return cast(PairScorer, model)
 
 
-def _first_line(exc: BaseException) -> str:
-    message = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {message[0]}" if message else type(exc).__name__
-
-
 def _resolve(spec: str) -> _Backend:
     """The cached backend for a model spec, loading it on first use (thread-safe)."""
     backend = _CACHE.get(spec)
@@ -182,9 +181,11 @@ def _resolve(spec: str) -> _Backend:
             try:
                 backend = _Backend(name=spec, scorer=_load_cross_encoder(spec), logits=True)
             except Exception as exc:  # any load failure degrades to passthrough, reported once
-                reason = (f"reranker model {spec!r} could not be loaded from local files "
-                          f"({_first_line(exc)}); using passthrough scores by RRF rank")
-                warnings.warn(reason, RerankerFallbackWarning, stacklevel=4)
+                # The exception's own text names hub URLs and cache paths: the type says
+                # enough in one line.
+                reason = (f"reranker model {spec!r} is not available offline "
+                          f"({type(exc).__name__}); using passthrough scores by RRF rank")
+                _log.warning(reason)
                 backend = _Backend(name=PASSTHROUGH_NAME, fallback_reason=reason)
             _CACHE[spec] = backend
     return backend

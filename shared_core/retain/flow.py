@@ -23,6 +23,7 @@ from shared_core.models import Models
 from shared_core.retain.extract import extract
 from shared_core.retain.plan import RetainRequest, merge_vectors, retain_plan
 from shared_core.retain.prepare import coerce_items, prepare_units
+from shared_core.retain.progress import RetainProgress
 from shared_core.storage.plan import Compute, Plan
 from shared_core.types import check_bank
 
@@ -47,7 +48,7 @@ def retain_flow(
     *,
     bank: str,
     document_id: str | None = None,
-    progress: bool = False,
+    progress: bool | None = None,
     fact_extractor: FactExtractor | None = None,
 ) -> Plan[list[str]]:
     """Retain ``items`` into ``bank`` in one transaction; return the new ids in input order."""
@@ -61,13 +62,22 @@ def retain_flow(
                     "with a fact_extractor, items must be strings (the extractor turns them into facts)",
                 )
         materialised = yield Compute(fact_extractor.extract_facts, (materialised,))
-    request, vectors = yield Compute(prepare_retain, (ctx, materialised, bank, document_id, progress))
-    ids: list[str] = yield from retain_plan(request, vectors)
+    bar = RetainProgress(progress)
+    try:
+        request, vectors = yield Compute(prepare_retain, (ctx, materialised, bank, document_id, bar))
+        ids: list[str] = yield from retain_plan(request, vectors)
+        bar.stage("done", done=3)
+    finally:
+        bar.close()
     return ids
 
 
 def prepare_retain(
-    ctx: RetainContext, items: Sequence[Any] | str | bytes, bank: str, document_id: str | None, progress: bool
+    ctx: RetainContext,
+    items: Sequence[Any] | str | bytes,
+    bank: str,
+    document_id: str | None,
+    bar: RetainProgress | None = None,
 ) -> tuple[RetainRequest, npt.NDArray[np.float32]]:
     """Validate, split, embed and extract (CPU only): the retain plan's request and vectors."""
     cfg, models = ctx.config, ctx.models
@@ -80,7 +90,10 @@ def prepare_retain(
         window_tokens=cfg.sentence_window_tokens,
         counter=models.token_counter,
     )
-    vectors = merge_vectors(validated, units, lambda texts: embed(ctx, texts, progress))
+    bar = bar if bar is not None else RetainProgress(False)
+    bar.start(len(units))
+    vectors = merge_vectors(validated, units, lambda texts: embed(ctx, texts, bar))
+    bar.stage("extracting", done=1)
     extraction = extract(
         units,
         validated,
@@ -88,6 +101,7 @@ def prepare_retain(
         entity_extractor=models.entity_extractor if cfg.extract_entities else None,
         entity_threshold=cfg.entity_similarity_threshold,
     )
+    bar.stage("writing", done=2)
     replace = sorted({i.document_id for i in validated if i.document_id is not None})
     request = RetainRequest(
         bank=bank,
@@ -111,16 +125,13 @@ def prepare_retain(
     return request, vectors
 
 
-def embed(ctx: RetainContext, texts: list[str], progress: bool) -> npt.NDArray[np.float32]:
-    """Embed ``texts`` in batches, with a progress bar for long inputs when ``progress``."""
+def embed(ctx: RetainContext, texts: list[str], bar: RetainProgress) -> npt.NDArray[np.float32]:
+    """Embed ``texts`` in batches, advancing the retain's progress bar."""
     embedder, size = ctx.models.embedder, ctx.config.embed_batch_size
-    if not progress or len(texts) <= ctx.config.progress_threshold:
+    if not texts:
         return embedder.embed_documents(texts)
-    from tqdm.auto import tqdm
-
     parts = []
-    with tqdm(total=len(texts), desc="embedding", unit="memory") as bar:
-        for start in range(0, len(texts), size):
-            parts.append(embedder.embed_documents(texts[start : start + size]))
-            bar.update(len(parts[-1]))
+    for start in range(0, len(texts), size):
+        parts.append(embedder.embed_documents(texts[start : start + size]))
+        bar.advance(len(parts[-1]))
     return np.concatenate(parts, axis=0)

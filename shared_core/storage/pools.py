@@ -18,6 +18,7 @@ from psycopg import sql
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from shared_core.errors import HindsightError
+from shared_core.quiet import install_pool_filter
 from shared_core.storage.plan import Plan
 from shared_core.storage.runner import run_async, run_sync
 
@@ -157,6 +158,7 @@ class Pools:
         for stale in [lp for lp in self._async_pools if lp.is_closed()]:
             del self._async_pools[stale]
             self._closers.pop(stale, None)
+        install_pool_filter()  # psycopg_pool's empty "error connecting" at loop shutdown
         pool = AsyncConnectionPool(
             self.dsn,
             min_size=self._min_size,

@@ -117,34 +117,35 @@ def _default_model_is_cached() -> bool:
     return isinstance(try_to_load_from_cache(DEFAULT_CROSS_ENCODER, "config.json"), str)
 
 
-def test_default_falls_back_with_one_warning_per_spec() -> None:
+def test_default_falls_back_with_one_log_line_per_spec(caplog: pytest.LogCaptureFixture) -> None:
     if _default_model_is_cached():
         pytest.skip(f"{DEFAULT_CROSS_ENCODER} is cached on this machine: no fallback to test")
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        first = Reranker.from_spec(None)
-        assert not caught, "loading must be lazy: nothing happens before first use"
-        assert first.name == "passthrough"
-        raw, norm = first.rerank("q", ["a", "b"])
-        second = Reranker.from_spec("default")
-        raw2, norm2 = second.rerank("q", ["a", "b", "c"])
-        assert Reranker.from_spec(None).name == "passthrough"
-    fallback = [w for w in caught if issubclass(w.category, RerankerFallbackWarning)]
+    caplog.set_level("WARNING", logger="shared_core.recall.rerank")
+    first = Reranker.from_spec(None)
+    assert not caplog.records, "loading must be lazy: nothing happens before first use"
+    assert first.name == "passthrough"
+    raw, norm = first.rerank("q", ["a", "b"])
+    second = Reranker.from_spec("default")
+    raw2, norm2 = second.rerank("q", ["a", "b", "c"])
+    assert Reranker.from_spec(None).name == "passthrough"
+    fallback = [r for r in caplog.records if r.name == "shared_core.recall.rerank"]
     assert len(fallback) == 1
-    assert DEFAULT_CROSS_ENCODER in str(fallback[0].message)
+    message = fallback[0].getMessage()
+    assert DEFAULT_CROSS_ENCODER in message and "\n" not in message and "http" not in message
     assert raw is None and norm == [1.0, 0.1]
     assert raw2 is None and norm2 == pytest.approx([1.0, 0.55, 0.1])
     assert first.fallback_reason and DEFAULT_CROSS_ENCODER in first.fallback_reason
 
 
-def test_missing_path_falls_back_with_its_own_warning(tmp_path: Path) -> None:
+def test_missing_path_falls_back_with_its_own_log_line(tmp_path: Path,
+                                                        caplog: pytest.LogCaptureFixture) -> None:
     missing = str(tmp_path / "no-such-model")
-    with pytest.warns(RerankerFallbackWarning, match="no-such-model"):
-        r = Reranker.from_spec(missing)
-        assert r.name == "passthrough"
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert Reranker.from_spec(missing).rerank("q", ["a"]) == (None, [1.0])
+    caplog.set_level("WARNING", logger="shared_core.recall.rerank")
+    r = Reranker.from_spec(missing)
+    assert r.name == "passthrough"
+    assert Reranker.from_spec(missing).rerank("q", ["a"]) == (None, [1.0])
+    assert [rec.getMessage() for rec in caplog.records if "no-such-model" in rec.getMessage()]
+    assert len(caplog.records) == 1
 
 
 def test_pair_scorer_used_as_is_with_sigmoid() -> None:
