@@ -34,7 +34,6 @@ from hindsight_langchain.search import (
     DEFAULT_K,
     SEARCH_KWARGS,
     SearchSpec,
-    SearchType,
     check_k,
     search_spec,
 )
@@ -86,8 +85,8 @@ class HindsightRetriever(BaseRetriever):
     bank: str = DEFAULT_BANK
     k: int | None = DEFAULT_K
     """How many documents to return (``None``: as many as fit ``max_tokens``)."""
-    search_type: SearchType = "similarity"
-    """``"similarity"``, ``"similarity_score_threshold"`` or ``"mmr"``."""
+    search_type: str = "similarity"
+    """``"similarity"``, ``"similarity_score_threshold"`` or ``"mmr"`` (:data:`SearchType`)."""
     search_kwargs: dict[str, Any] = Field(default_factory=dict)
     """``k``, ``filter``, ``score_threshold``, ``fetch_k``, ``lambda_mult`` (as
     ``VectorStoreRetriever``); what the search type does not use is an error."""
