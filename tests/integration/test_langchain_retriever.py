@@ -56,9 +56,9 @@ def test_dates_from_epoch_and_naive_datetime(retriever: HindsightRetriever) -> N
 
 def test_per_call_overrides(retriever: HindsightRetriever) -> None:
     assert len(retriever.invoke("Alice", k=1)) == 1
-    only_bob = retriever.invoke("Who moved?", tags=["bob"])
+    only_bob = retriever.invoke("Who moved?", memory_tags=["bob"], k=None)
     assert [d.page_content for d in only_bob] == ["Bob moved to Paris in the summer of 2019."]
-    both = retriever.invoke("Alice", tags=["alice", "work"], tags_match="all")
+    both = retriever.invoke("Alice", memory_tags=["alice", "work"], tags_match="all_strict")
     assert [d.metadata["tags"] for d in both] == [["alice", "work"]]
     assert retriever.invoke("Alice", k=0) == []
     with pytest.raises(TypeError, match="unknown retriever option"):

@@ -46,13 +46,11 @@ def test_nodes_with_scores(retriever: HindsightRetriever) -> None:
     assert 1 <= len(nodes) <= 3
     top = nodes[0]
     assert top.node.get_content().startswith("Alice joined Google")
-    assert top.node.node_id == top.node.metadata["memory_id"] and top.score is not None
-    assert top.node.ref_doc_id == "hr-1"
-    assert top.node.relationships[NodeRelationship.SOURCE].node_id == "hr-1"
+    # the node as inserted: its id, its metadata; the score is relevance (cosine similarity)
+    assert top.node.node_id == "hr-1" and top.score is not None and 0.0 < top.score <= 1.0
+    assert top.node.metadata == {"tags": ["alice", "work"], "team": "search"}
     llm_text = top.node.get_content(metadata_mode=MetadataMode.LLM)
-    assert "team: search" in llm_text and "memory_id" not in llm_text and "scores" not in llm_text
-    scores = [n.score or 0.0 for n in nodes]
-    assert scores == sorted(scores, reverse=True)
+    assert "team: search" in llm_text and "score" not in llm_text
 
 
 def test_metadata_filters(engine: MemoryEngine, retriever: HindsightRetriever) -> None:
@@ -76,7 +74,7 @@ async def test_native_async(retriever: HindsightRetriever) -> None:
     nodes = await retriever.aretrieve("Where does Alice work?")
     assert nodes[0].node.get_content().startswith("Alice joined Google")
     await retriever.ainsert([Document(text="Carol drinks green tea.", id_="c")])
-    assert (await retriever.aretrieve("What does Carol drink?"))[0].node.ref_doc_id == "c"
+    assert (await retriever.aretrieve("What does Carol drink?"))[0].node.node_id == "c"
 
 
 def test_query_engine_and_instrumentation(retriever: HindsightRetriever) -> None:
@@ -108,3 +106,15 @@ async def test_query_engine_async(retriever: HindsightRetriever) -> None:
     query_engine = RetrieverQueryEngine.from_args(retriever, llm=MockLLM())
     response = await query_engine.aquery("Who moved to Paris?")
     assert any("Paris" in n.node.get_content() for n in response.source_nodes)
+
+
+def test_a_nodes_source_document_comes_back(engine: MemoryEngine, bank: str) -> None:
+    from llama_index.core.schema import RelatedNodeInfo
+
+    node = TextNode(id_="n-1", text="The lighthouse keeper retired in 1999.",
+                    relationships={NodeRelationship.SOURCE: RelatedNodeInfo(node_id="book-7")})
+    r = HindsightRetriever(engine, bank=bank, similarity_top_k=1)
+    assert r.insert([node]) == ["n-1"]
+    found = r.retrieve("When did the lighthouse keeper retire?")[0].node
+    assert found.node_id == "n-1" and found.ref_doc_id == "book-7"
+    assert found.metadata == {} and found.hash == node.hash
