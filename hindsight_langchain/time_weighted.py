@@ -53,6 +53,7 @@ from hindsight_langchain._common import EngineHandle, from_aware, resolve_engine
 from shared_core import ConfigurationError, MemoryEngine, MemoryItem
 from shared_core.config import DEFAULT_BANK
 from shared_core.engine import AsyncMemoryEngine
+from shared_core.errors import InvalidQueryError
 from shared_core.retain.prepare import json_dumps
 from shared_core.storage.plan import Plan
 
@@ -142,6 +143,10 @@ class TimeWeightedHindsightRetriever(BaseRetriever):
     def __init__(self, *, engine: MemoryEngine | AsyncMemoryEngine | None = None,
                  dsn: str | None = None, **data: Any) -> None:
         super().__init__(**data)
+        rate = self.decay_rate
+        if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0.0 <= rate <= 1.0:
+            # (1 - rate) ** hours: outside [0, 1] it is negative or complex, not a decay.
+            raise ConfigurationError(f"decay_rate must be a number between 0 and 1, got {rate!r}")
         self._handle = resolve_engine(engine, dsn)
         try:
             self._bootstrap()
@@ -453,6 +458,8 @@ class TimeWeightedHindsightRetriever(BaseRetriever):
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
                                 **kwargs: Any) -> list[Document]:
+        if not isinstance(query, str):
+            raise InvalidQueryError(f"query must be a string, got {type(query).__name__}")
         k = self._call_k(kwargs)
         if k == 0:
             return []
@@ -467,6 +474,8 @@ class TimeWeightedHindsightRetriever(BaseRetriever):
     async def _aget_relevant_documents(self, query: str, *,
                                        run_manager: AsyncCallbackManagerForRetrieverRun,
                                        **kwargs: Any) -> list[Document]:
+        if not isinstance(query, str):
+            raise InvalidQueryError(f"query must be a string, got {type(query).__name__}")
         k = self._call_k(kwargs)
         if k == 0:
             return []

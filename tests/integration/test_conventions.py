@@ -520,3 +520,13 @@ def test_scenario_answers_without_conventions(engine: MemoryEngine, li_bank: str
     nodes: list[NodeWithScore] = LlamaIndexRetriever(engine, bank=li_bank).retrieve("Who is a nurse?")
     assert nodes and "nurse" in nodes[0].node.get_content()
     assert asyncio.iscoroutinefunction(LlamaIndexRetriever._aretrieve)
+
+
+def test_time_weighted_mistakes_raise_typed_errors(engine: MemoryEngine, bank: str) -> None:
+    from hindsight_langchain import TimeWeightedHindsightRetriever
+
+    with pytest.raises(ConfigurationError, match="decay_rate"):
+        TimeWeightedHindsightRetriever(engine=engine, bank=bank, decay_rate=2)
+    retriever = TimeWeightedHindsightRetriever(engine=engine, bank=bank)
+    with pytest.raises(InvalidQueryError, match="string"):
+        retriever.invoke(None)  # type: ignore[arg-type]
