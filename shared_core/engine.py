@@ -55,7 +55,7 @@ from shared_core.recall.pipeline import RecallContext, RecallOptions, RecallSett
 from shared_core.recall.rerank import Reranker
 from shared_core.retain.extract import extract
 from shared_core.retain.plan import RetainRequest, merge_vectors, retain_plan
-from shared_core.retain.prepare import coerce_items, prepare_units
+from shared_core.retain.prepare import coerce_items, prepare_units, text_problem
 from shared_core.schema import (
     apply_migrations,
     ensure_extensions,
@@ -109,8 +109,11 @@ class BankStats:
 def check_bank(bank: str) -> str:
     if not isinstance(bank, str) or not bank.strip():
         raise ConfigurationError("bank must be a non-empty string")
-    if len(bank) > _MAX_BANK_LENGTH or "\x00" in bank:
-        raise ConfigurationError(f"bank must be at most {_MAX_BANK_LENGTH} characters, no NUL")
+    if len(bank) > _MAX_BANK_LENGTH:
+        raise ConfigurationError(f"bank must be at most {_MAX_BANK_LENGTH} characters")
+    problem = text_problem(bank)
+    if problem is not None:
+        raise ConfigurationError(f"bank {problem}")
     return bank
 
 

@@ -245,10 +245,10 @@ def link_plan(bank: str, items: Sequence[MemoryItem], units: Sequence[PreparedUn
                                                  "ids": sorted(set(external))})
         if missing:
             bad = missing[0]["id"]
-            index = next(i for i, item in enumerate(items)
-                         if any(str(r) == bad for f in _CAUSAL_FIELDS for r in getattr(item, f)))
-            raise InvalidItemError(index, f"references memory {bad} which is not in bank "
-                                          f"{bank!r}")
+            index, field = next((i, f) for i, item in enumerate(items) for f in _CAUSAL_FIELDS
+                                if any(str(r) == bad for r in getattr(item, f)))
+            raise InvalidItemError(index, f"{field} references memory {bad} which is not in "
+                                          f"bank {bank!r}")
 
     weights: dict[tuple[str, str, str], float] = {}
     if cue_links:

@@ -175,24 +175,28 @@ def _check_datetime(index: int, name: str, value: Any) -> _dt.datetime | None:
 
 
 def _check_embedding(index: int, embedding: Any) -> tuple[float, ...]:
+    """A caller's vector as a unit vector (cosine only uses its direction), or an error.
+
+    Normalising here, in float64 and scaled by its largest component, keeps vectors whose raw
+    values would overflow or underflow float32 (pgvector's storage) usable; only a vector with
+    no direction (all zeros) or with non-finite values is refused.
+    """
     try:
         vector = np.asarray(embedding, dtype=np.float64)
     except (TypeError, ValueError, OverflowError):
         vector = np.zeros(0)
-    # Stored as float32 (pgvector): a value finite in float64 may not be in float32.
-    with np.errstate(over="ignore", invalid="ignore"):
-        stored = vector.astype(np.float32)
-    if vector.ndim != 1 or vector.size == 0 or not np.isfinite(stored).all():
-        raise InvalidItemError(index, "embedding must be a non-empty sequence of finite "
-                                      "(float32) numbers")
+    if vector.ndim != 1 or vector.size == 0 or not np.isfinite(vector).all():
+        raise InvalidItemError(index, "embedding must be a non-empty sequence of finite numbers")
     if vector.size > MAX_EMBEDDING_DIMENSION:
         raise InvalidItemError(index, f"embedding has {vector.size} dimensions; pgvector "
                                       f"stores at most {MAX_EMBEDDING_DIMENSION}")
-    if not np.isfinite(np.linalg.norm(stored.astype(np.float64))) or \
-            float(np.linalg.norm(stored.astype(np.float64))) == 0.0:
-        raise InvalidItemError(index, "embedding has length 0 (all zeros): it has no direction, "
-                                      "so cosine similarity is undefined")
-    return tuple(float(x) for x in stored)
+    peak = float(np.max(np.abs(vector)))
+    if peak == 0.0:
+        raise InvalidItemError(index, "embedding is all zeros: it has no direction, so cosine "
+                                      "similarity is undefined")
+    scaled = vector / peak
+    unit = scaled / float(np.linalg.norm(scaled))
+    return tuple(float(x) for x in unit.astype(np.float32))
 
 
 def _check_reference(index: int, name: str, ref: Any) -> str | int:

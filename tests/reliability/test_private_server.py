@@ -55,16 +55,39 @@ def test_long_data_dir_is_private_and_changes_no_permission() -> None:
             assert conn.execute("SELECT current_setting('listen_addresses')").fetchone() == ("",)
         # Without the password, even the owner is refused: auth is not trust.
         with pytest.raises(psycopg.OperationalError, match="password"):
-            psycopg.connect(host=str(socket_dir), user="postgres", dbname="postgres",
-                            passfile="/dev/null", connect_timeout=5)
+            psycopg.connect(
+                host=str(socket_dir),
+                user="postgres",
+                dbname="postgres",
+                passfile="/dev/null",
+                connect_timeout=5,
+            )
 
         if os.geteuid() == 0:
             # Another local user cannot even reach the socket.
             psql = embedded_bin_dir() / "psql"
             out = subprocess.run(
-                ["runuser", "-u", "nobody", "--", str(psql), "-h", str(socket_dir), "-U",
-                 "postgres", "-d", "postgres", "-w", "-c", "SELECT 1"],
-                capture_output=True, text=True, timeout=30, check=False)
+                [
+                    "runuser",
+                    "-u",
+                    "nobody",
+                    "--",
+                    str(psql),
+                    "-h",
+                    str(socket_dir),
+                    "-U",
+                    "postgres",
+                    "-d",
+                    "postgres",
+                    "-w",
+                    "-c",
+                    "SELECT 1",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=30,
+                check=False,
+            )
             assert out.returncode != 0
             assert "Permission denied" in out.stderr, out.stderr
     finally:
@@ -86,15 +109,53 @@ def test_another_user_cannot_use_a_short_path_server_either() -> None:
         assert socket_dir == path
         psql = embedded_bin_dir() / "psql"
         out = subprocess.run(
-            ["runuser", "-u", "nobody", "--", str(psql), "-h", str(socket_dir), "-U",
-             "postgres", "-d", "postgres", "-w", "-c", "SELECT 1"],
-            capture_output=True, text=True, timeout=30, check=False)
+            [
+                "runuser",
+                "-u",
+                "nobody",
+                "--",
+                str(psql),
+                "-h",
+                str(socket_dir),
+                "-U",
+                "postgres",
+                "-d",
+                "postgres",
+                "-w",
+                "-c",
+                "SELECT 1",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
         assert out.returncode != 0 and "Permission denied" in out.stderr, out.stderr
         # Nor over TCP: the server listens on no address.
         out = subprocess.run(
-            ["runuser", "-u", "nobody", "--", str(psql), "-h", "127.0.0.1", "-p", "5432",
-             "-U", "postgres", "-d", "postgres", "-w", "-c", "SELECT 1"],
-            capture_output=True, text=True, timeout=30, check=False)
+            [
+                "runuser",
+                "-u",
+                "nobody",
+                "--",
+                str(psql),
+                "-h",
+                "127.0.0.1",
+                "-p",
+                "5432",
+                "-U",
+                "postgres",
+                "-d",
+                "postgres",
+                "-w",
+                "-c",
+                "SELECT 1",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
         assert out.returncode != 0
     finally:
         release_embedded(path)
@@ -116,8 +177,13 @@ def test_legacy_trust_directory_is_upgraded_to_password_auth() -> None:
             with psycopg.connect(dsn) as conn:
                 assert conn.execute("SELECT 1").fetchone() == (1,)
             with pytest.raises(psycopg.OperationalError, match="password"):
-                psycopg.connect(host=str(_socket_dir(dsn)), user="postgres", dbname="postgres",
-                                passfile="/dev/null", connect_timeout=5)
+                psycopg.connect(
+                    host=str(_socket_dir(dsn)),
+                    user="postgres",
+                    dbname="postgres",
+                    passfile="/dev/null",
+                    connect_timeout=5,
+                )
         finally:
             release_embedded(path)
     finally:
