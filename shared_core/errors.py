@@ -12,7 +12,9 @@ catch one type. The tree::
     │   └── FactExtractionError         an LLM's reply cannot be read as facts
     ├── InvalidQueryError           a recall query or its options are malformed
     │   └── InvalidTimeWindowError      a time window whose end is before its start, or naive bounds
-    └── ModelUnavailableError       a required model could not be loaded offline
+    ├── ModelUnavailableError       a required model could not be loaded offline
+    └── DatabaseError               the database failed a call (carries the SQLSTATE, if any)
+        └── DatabaseUnavailableError    the server cannot be reached or went away: retry later
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ _REPLY_EXCERPT_CHARS = 200
 
 __all__ = [
     "ConfigurationError",
+    "DatabaseError",
+    "DatabaseUnavailableError",
     "DimensionMismatchError",
     "ExtensionUnavailableError",
     "FactExtractionError",
@@ -104,3 +108,25 @@ class InvalidTimeWindowError(InvalidQueryError):
 
 class ModelUnavailableError(HindsightError, RuntimeError):
     """A required model could not be loaded from local files."""
+
+
+class DatabaseError(HindsightError, RuntimeError):
+    """The database failed a call for a reason that is not the caller's input.
+
+    ``sqlstate`` is Postgres' error code when the server sent one. Nothing of the failed call
+    was written (every call is one transaction).
+    """
+
+    retryable: bool = False
+
+    def __init__(self, message: str, *, sqlstate: str | None = None) -> None:
+        self.sqlstate = sqlstate
+        super().__init__(message)
+
+
+class DatabaseUnavailableError(DatabaseError):
+    """The server could not be reached within the connect timeout, or went away mid-call
+    (restart, failover, network). Nothing of the failed call was written; it is safe to retry.
+    """
+
+    retryable = True
