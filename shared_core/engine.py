@@ -55,7 +55,7 @@ from shared_core.recall.pipeline import RecallContext, RecallOptions, RecallSett
 from shared_core.recall.rerank import Reranker
 from shared_core.retain.extract import extract
 from shared_core.retain.plan import RetainRequest, merge_vectors, retain_plan
-from shared_core.retain.prepare import coerce_items, prepare_units, text_problem
+from shared_core.retain.prepare import coerce_items, prepare_units
 from shared_core.schema import (
     apply_migrations,
     ensure_extensions,
@@ -63,6 +63,7 @@ from shared_core.schema import (
     schema_model,
 )
 from shared_core.server import acquire_embedded, normalise_dsn, release_embedded
+from shared_core.storable import text_problem
 from shared_core.storage import queries
 from shared_core.storage.plan import Compute, Plan
 from shared_core.storage.runner import run_async, run_sync

@@ -20,13 +20,15 @@ import numpy as np
 from shared_core.errors import InvalidItemError
 from shared_core.ids import uuid7
 from shared_core.protocols import TokenCounter
+from shared_core.storable import text_problem
 from shared_core.text import split_sentences
 from shared_core.types import FACT_TYPES, DateGrain, MemoryItem, as_utc
 
 __all__ = ["MAX_CONTEXT_BYTES", "MAX_DOCUMENT_ID_BYTES", "MAX_EMBEDDING_DIMENSION",
            "MAX_ENTITY_BYTES", "MAX_METADATA_DEPTH", "MAX_PROOF_COUNT", "MAX_TAG_BYTES",
-           "PreparedChunk", "PreparedUnit", "coerce_items", "json_dumps", "prepare_units",
-           "sentence_windows", "text_problem"]
+           "PreparedChunk", "PreparedUnit", "coerce_items", "json_dumps", "materialise_items",
+           "prepare_units",
+           "sentence_windows"]
 
 _REAL_DATETIME = _dt.datetime  # bound at import: langchain's mock_now patches the module attribute
 _ITEM_FIELDS = {f.name for f in dataclasses.fields(MemoryItem)}
@@ -94,28 +96,6 @@ def _json_default(value: Any) -> Any:
 def json_dumps(value: Any) -> str:
     """JSON for jsonb columns; datetimes become ISO strings (LangChain metadata often has them)."""
     return json.dumps(value, default=_json_default, ensure_ascii=False, allow_nan=False)
-
-
-def text_problem(value: str, *, max_bytes: int | None = None) -> str | None:
-    r"""Why Postgres could not store (or index) ``value`` as text, or None when it can.
-
-    >>> text_problem("caf\u00e9") is None
-    True
-    >>> text_problem("a\x00b")
-    'contains a NUL character, which Postgres text cannot store'
-    >>> text_problem("\ud800")
-    'contains a lone surrogate (U+D800), which is not valid UTF-8'
-    """
-    if "\x00" in value:
-        return "contains a NUL character, which Postgres text cannot store"
-    try:
-        size = len(value.encode("utf-8"))
-    except UnicodeEncodeError as exc:
-        return (f"contains a lone surrogate (U+{ord(value[exc.start]):04X}), which is not "
-                "valid UTF-8")
-    if max_bytes is not None and size > max_bytes:
-        return f"is {size:,} bytes of UTF-8, more than the {max_bytes:,} allowed"
-    return None
 
 
 def _check_text(index: int, name: str, value: Any, *, max_bytes: int | None = None) -> str:
@@ -280,6 +260,23 @@ def _coerce_one(index: int, raw: Any, document_id: Any) -> MemoryItem:
         embedding=embedding, caused_by=references["caused_by"], causes=references["causes"],
         enables=references["enables"], prevents=references["prevents"],
     )
+
+
+def materialise_items(items: Any) -> list[Any]:
+    """``retain``'s input as a list; a single item, or anything that is not a sequence, is an
+    error (a dict would otherwise iterate as its keys, a string as its characters).
+
+    >>> materialise_items(iter(["a", "b"]))
+    ['a', 'b']
+    >>> materialise_items({"text": "x"})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    shared_core.errors.InvalidItemError: item 0: retain expects a sequence of items, got dict; ...
+    """
+    if isinstance(items, str | bytes | Mapping | MemoryItem) or not isinstance(items, Iterable):
+        raise InvalidItemError(0, f"retain expects a sequence of items, got "
+                                  f"{type(items).__name__}; wrap a single item in a list")
+    return list(items)
 
 
 def coerce_items(items: Iterable[Any], *, document_id: str | None = None) -> list[MemoryItem]:

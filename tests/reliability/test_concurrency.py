@@ -26,9 +26,8 @@ def test_eight_clients_for_thirty_seconds(engine: MemoryEngine) -> None:
     own = [f"conc-{run}-{c}" for c in range(CLIENTS)]
     kept: dict[str, set[str]] = {b: set() for b in [shared, *own]}
     kept_lock = threading.Lock()
-    ops: Counter[str] = Counter()
+    counts: list[Counter[str]] = [Counter() for _ in range(CLIENTS)]
     errors: list[BaseException] = []
-    deadline = time.monotonic() + SECONDS
     # Each client has an engine of its own (its own pools), sharing the loaded models.
     engines = [
         MemoryEngine(
@@ -40,6 +39,9 @@ def test_eight_clients_for_thirty_seconds(engine: MemoryEngine) -> None:
         )
         for _ in range(CLIENTS)
     ]
+    for eng in engines:  # models loaded and schema migrated before the clock starts
+        eng.stats(shared)
+    deadline = time.monotonic() + SECONDS
 
     def client(c: int) -> None:
         eng = engines[c]
@@ -59,10 +61,10 @@ def test_eight_clients_for_thirty_seconds(engine: MemoryEngine) -> None:
                     )
                     with kept_lock:
                         kept[bank].update(ids)
-                    ops["retain"] += 1
+                    counts[c]["retain"] += 1
                 elif kind == 2:
                     eng.recall("Where did Dana meet Eli?", bank=bank)
-                    ops["recall"] += 1
+                    counts[c]["recall"] += 1
                 elif kind == 3:
                     with kept_lock:
                         victim = next(iter(kept[own[c]]), None)
@@ -70,14 +72,14 @@ def test_eight_clients_for_thirty_seconds(engine: MemoryEngine) -> None:
                             kept[own[c]].discard(victim)
                     if victim is not None:
                         assert eng.delete([victim], bank=own[c]) == 1
-                    ops["delete"] += 1
+                    counts[c]["delete"] += 1
                 else:
                     with kept_lock:
                         some = next(iter(kept[own[c]]), None)
                     if some is not None:
                         assert eng.get(some, bank=own[c]) is not None
                     eng.stats(bank)
-                    ops["read"] += 1
+                    counts[c]["read"] += 1
                 step += 1
         except BaseException as exc:  # reported below, with the client's number
             errors.append(exc)
@@ -92,7 +94,9 @@ def test_eight_clients_for_thirty_seconds(engine: MemoryEngine) -> None:
         for eng in engines:
             eng.close()
     assert not errors, errors[:3]
+    ops = sum(counts, Counter())
     total = sum(ops.values())
+    assert ops["retain"] >= CLIENTS and ops["recall"] >= CLIENTS, ops
     print(f"\n{CLIENTS} clients, {SECONDS:.0f} s: {total} operations {dict(ops)}, 0 errors")
     for bank, ids in kept.items():
         assert engine.stats(bank).memories == len(ids), bank  # nothing lost, nothing extra
