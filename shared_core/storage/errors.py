@@ -17,11 +17,27 @@ from psycopg_pool import PoolClosed, PoolTimeout
 
 from shared_core.errors import DatabaseError, DatabaseUnavailableError, HindsightError
 
-__all__ = ["COPY_LINE", "is_unavailable", "map_database_error"]
+__all__ = ["copy_row", "is_unavailable", "map_database_error"]
 
 # The server's error context for a failed COPY row: "COPY memory_units, line 3, column ...".
-COPY_LINE = re.compile(r"COPY (\w+), line (\d+)")
+_COPY_LINE = re.compile(r"COPY (\w+), line (\d+)")
 _UNAVAILABLE_STATES = ("57P01", "57P02", "57P03")  # admin/crash shutdown, cannot connect now
+
+
+def copy_row(exc: BaseException) -> tuple[str, int] | None:
+    """The table and 0-based row of a ``COPY`` that the server refused, when ``exc`` says.
+
+    >>> class Diag:
+    ...     context = "COPY retain_stage, line 3, column metadata: ..."
+    >>> class Failure(psycopg.errors.DataException):
+    ...     diag = Diag()
+    >>> copy_row(Failure())
+    ('retain_stage', 2)
+    """
+    if not isinstance(exc, psycopg.Error):
+        return None
+    match = _COPY_LINE.search(exc.diag.context or "")
+    return (match.group(1), int(match.group(2)) - 1) if match else None
 
 
 def is_unavailable(exc: BaseException) -> bool:
