@@ -381,7 +381,7 @@ _metadata = st.dictionaries(
     max_size=4,
 )
 _SETTINGS = settings(
-    max_examples=40,
+    max_examples=30,
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
