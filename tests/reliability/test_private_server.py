@@ -188,3 +188,20 @@ def test_legacy_trust_directory_is_upgraded_to_password_auth() -> None:
             release_embedded(path)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the server runs as another user only under root")
+def test_a_path_the_server_user_cannot_traverse_is_reported_not_chmodded() -> None:
+    import tempfile
+
+    from shared_core.errors import ConfigurationError
+
+    locked = Path(tempfile.mkdtemp(prefix="hindsight-locked-"))  # 0700, root's
+    try:
+        with pytest.raises(ConfigurationError, match="not traversable") as info:
+            acquire_embedded(locked / "pgdata")
+        assert str(locked) in str(info.value)
+        assert stat.S_IMODE(locked.stat().st_mode) == 0o700
+        assert not (locked / "pgdata").exists()
+    finally:
+        shutil.rmtree(locked, ignore_errors=True)
