@@ -16,7 +16,10 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime as _dt
+import functools
+import math
 import warnings
+import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -73,6 +76,45 @@ class BankStats:
     links_by_type: dict[str, int] = field(default_factory=dict)
 
 
+def _bootstrap(dsn: str, models: Models, connect_timeout: float) -> None:
+    """Create the extensions and migrate the schema (once per engine, before its pools open)."""
+    dimension = models.embedder.dimension
+    try:
+        with psycopg.connect(dsn, autocommit=True,
+                             connect_timeout=max(2, math.ceil(connect_timeout))) as conn:
+            ensure_extensions(conn)
+            existing = schema_dimension(conn)
+            if existing is not None and existing != dimension:
+                raise DimensionMismatchError(
+                    bank=None, bank_model=schema_model(conn), bank_dimension=existing,
+                    embedder_model=models.embedder.model_name, embedder_dimension=dimension)
+            conn.autocommit = False
+            apply_migrations(conn, dimension=dimension)
+    except psycopg.OperationalError as exc:
+        raise ConfigurationError(f"cannot connect to Postgres at {safe_dsn(dsn)}: {exc}"
+                                 ) from exc
+
+
+def _release(pools: Pools, embedded_path: Path | None) -> None:
+    """Close an engine's connections and release its embedded server (``close``, or the
+    finaliser of an engine nobody closed)."""
+    try:
+        pools.close()
+    finally:
+        if embedded_path is not None:
+            release_embedded(embedded_path)
+
+
+def safe_dsn(dsn: str) -> str:
+    """``dsn`` without its password, to show in messages."""
+    try:
+        info = psycopg.conninfo.conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError:
+        return "<unparseable dsn>"
+    info.pop("password", None)
+    return " ".join(f"{k}={v}" for k, v in info.items() if v is not None)
+
+
 def _utcnow() -> _dt.datetime:
     # Looked up through the module at call time so langchain's mock_now applies.
     now = _dt.datetime.now(_dt.UTC)
@@ -118,9 +160,14 @@ class MemoryEngine:
                              freeze_gc_after_load=self.config.freeze_gc_after_load)
         self._reranker = reranker
         cfg = self.config
-        self._pools = Pools(self.dsn, bootstrap=self._bootstrap, min_size=cfg.pool_min_size,
+        # The pools and the finaliser must not hold the engine: an engine nobody closed is then
+        # collected, and its finaliser closes the connections and releases the server.
+        bootstrap = functools.partial(_bootstrap, self.dsn, self.models, cfg.connect_timeout)
+        self._pools = Pools(self.dsn, bootstrap=bootstrap, min_size=cfg.pool_min_size,
                             max_size=cfg.pool_max_size, ef_search=cfg.hnsw_ef_search,
-                            max_scan_tuples=cfg.hnsw_max_scan_tuples)
+                            max_scan_tuples=cfg.hnsw_max_scan_tuples,
+                            connect_timeout=cfg.connect_timeout)
+        self._finalizer = weakref.finalize(self, _release, self._pools, self._embedded_path)
         self._closed = False
 
     # ---------------------------------------------------------------- components
@@ -152,22 +199,6 @@ class MemoryEngine:
         self.config = dataclasses.replace(self.config, recall=settings)
 
     # ---------------------------------------------------------------- lifecycle
-    def _bootstrap(self) -> None:
-        dimension = self.embedder.dimension
-        try:
-            with psycopg.connect(self.dsn, autocommit=True) as conn:
-                ensure_extensions(conn)
-                existing = schema_dimension(conn)
-                if existing is not None and existing != dimension:
-                    raise DimensionMismatchError(
-                        bank=None, bank_model=schema_model(conn), bank_dimension=existing,
-                        embedder_model=self.embedder.model_name, embedder_dimension=dimension)
-                conn.autocommit = False
-                apply_migrations(conn, dimension=dimension)
-        except psycopg.OperationalError as exc:
-            raise ConfigurationError(f"cannot connect to Postgres at {self._safe_dsn()}: {exc}"
-                                     ) from exc
-
     def run(self, plan: Plan[T]) -> T:
         """Run a sans-I/O plan (see :mod:`shared_core.storage.plan`) in one transaction.
 
@@ -185,9 +216,7 @@ class MemoryEngine:
         if self._closed:
             return
         self._closed = True
-        self._pools.close()
-        if self._embedded_path is not None:
-            release_embedded(self._embedded_path)
+        self._finalizer()
 
     async def aclose(self) -> None:
         """Async twin of :meth:`close`."""
@@ -212,12 +241,7 @@ class MemoryEngine:
                           ResourceWarning, stacklevel=1)
 
     def _safe_dsn(self) -> str:
-        try:
-            info = psycopg.conninfo.conninfo_to_dict(self.dsn)
-        except psycopg.ProgrammingError:
-            return "<unparseable dsn>"
-        info.pop("password", None)
-        return " ".join(f"{k}={v}" for k, v in info.items() if v is not None)
+        return safe_dsn(self.dsn)
 
     def __repr__(self) -> str:
         where = f"embedded at {self._embedded_path}" if self._embedded_path else self._safe_dsn()
@@ -293,22 +317,25 @@ class MemoryEngine:
         'Alice works at Google as a software engineer in Zurich.'
         """
         opts = RecallOptions(**options)
-        return self.run(recall_plan(self.recall_context(opts.reranker), query, opts))
+        context = self.recall_context(opts.reranker)
+        return self._pools.run_read(lambda: recall_plan(context, query, opts))
 
     async def arecall(self, query: str, **options: Unpack[RecallKwargs]) -> RecallResult:
         """Async twin of :meth:`recall`."""
         opts = RecallOptions(**options)
         context = await asyncio.to_thread(self.recall_context, opts.reranker)
-        return await self.arun(recall_plan(context, query, opts))
+        return await self._pools.arun_read(lambda: recall_plan(context, query, opts))
 
     # ---------------------------------------------------------------- read / delete
     def get(self, memory_id: str, *, bank: str = DEFAULT_BANK) -> MemoryRecord | None:
         """The memory with this id in ``bank``, or None."""
-        return self.run(queries.get_plan(check_bank(bank), memory_id))
+        bank = check_bank(bank)
+        return self._pools.run_read(lambda: queries.get_plan(bank, memory_id))
 
     async def aget(self, memory_id: str, *, bank: str = DEFAULT_BANK) -> MemoryRecord | None:
         """Async twin of :meth:`get`."""
-        return await self.arun(queries.get_plan(check_bank(bank), memory_id))
+        bank = check_bank(bank)
+        return await self._pools.arun_read(lambda: queries.get_plan(bank, memory_id))
 
     def delete(self, ids: Sequence[str] | None = None, *, bank: str = DEFAULT_BANK,
                document_id: str | None = None) -> int:
@@ -322,19 +349,21 @@ class MemoryEngine:
 
     def banks(self) -> list[BankInfo]:
         """Every bank in the database."""
-        return [BankInfo(**row) for row in self.run(queries.banks_plan())]
+        return [BankInfo(**row) for row in self._pools.run_read(queries.banks_plan)]
 
     async def abanks(self) -> list[BankInfo]:
         """Async twin of :meth:`banks`."""
-        return [BankInfo(**row) for row in await self.arun(queries.banks_plan())]
+        return [BankInfo(**row) for row in await self._pools.arun_read(queries.banks_plan)]
 
     def stats(self, bank: str = DEFAULT_BANK) -> BankStats:
         """Row counts for ``bank`` (zeros for a bank that does not exist)."""
-        return BankStats(**self.run(queries.stats_plan(check_bank(bank))))
+        bank = check_bank(bank)
+        return BankStats(**self._pools.run_read(lambda: queries.stats_plan(bank)))
 
     async def astats(self, bank: str = DEFAULT_BANK) -> BankStats:
         """Async twin of :meth:`stats`."""
-        return BankStats(**await self.arun(queries.stats_plan(check_bank(bank))))
+        bank = check_bank(bank)
+        return BankStats(**await self._pools.arun_read(lambda: queries.stats_plan(bank)))
 
 
 class AsyncMemoryEngine:

@@ -7,6 +7,7 @@ once. Every connection is configured the same way (pgvector types, HNSW session 
 from __future__ import annotations
 
 import asyncio
+import math
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -17,7 +18,8 @@ from pgvector.psycopg import register_vector, register_vector_async
 from psycopg import sql
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-from shared_core.errors import HindsightError
+from shared_core.errors import DatabaseUnavailableError, HindsightError
+from shared_core.storage.errors import map_database_error
 from shared_core.storage.plan import Plan
 from shared_core.storage.runner import run_async, run_sync
 
@@ -46,6 +48,11 @@ async def _close_at_loop_shutdown(pool: AsyncConnectionPool[Any]) -> None:
         raise
 
 
+def _typed(exc: Exception) -> Exception:
+    mapped = map_database_error(exc)
+    return mapped if isinstance(mapped, Exception) else exc
+
+
 class Pools:
     """Run plans on this DSN's connections, sync or async.
 
@@ -54,6 +61,12 @@ class Pools:
         bootstrap: run once, before the first pool opens (extensions, migrations).
         min_size, max_size: pool bounds (each pool).
         ef_search, max_scan_tuples: pgvector HNSW session settings.
+        connect_timeout: seconds to wait for a new connection, or for a free pooled one,
+            before a call fails with :class:`~shared_core.errors.DatabaseUnavailableError`.
+
+    Pooled connections are checked before use, so a server restart between calls is not
+    seen; :meth:`run_read` retries a read once when the connection breaks during it. Every
+    database failure leaves as a :class:`~shared_core.errors.HindsightError`.
     """
 
     def __init__(
@@ -65,8 +78,12 @@ class Pools:
         max_size: int,
         ef_search: int,
         max_scan_tuples: int,
+        connect_timeout: float = 5.0,
     ) -> None:
         self.dsn = dsn
+        self._connect_timeout = float(connect_timeout)
+        # libpq takes whole seconds (and treats 1 as 2).
+        self._connect_kwargs: dict[str, Any] = {"connect_timeout": max(2, math.ceil(connect_timeout))}
         self._bootstrap = bootstrap
         self._min_size = min_size
         self._max_size = max_size
@@ -86,13 +103,40 @@ class Pools:
     # ---------------------------------------------------------------- running plans
     def run(self, plan: Plan[T]) -> T:
         """Run ``plan`` on the sync pool, in one transaction."""
-        pool = self._sync_pool()
-        assert self._executor is not None
-        return run_sync(pool, plan, executor=self._executor)
+        try:
+            pool = self._sync_pool()
+            assert self._executor is not None
+            return run_sync(pool, plan, executor=self._executor)
+        except Exception as exc:
+            typed = _typed(exc)
+            if typed is exc:
+                raise
+            raise typed from exc
 
     async def arun(self, plan: Plan[T]) -> T:
         """Run ``plan`` on this event loop's async pool, in one transaction."""
-        return await run_async(await self._async_pool(), plan)
+        try:
+            return await run_async(await self._async_pool(), plan)
+        except Exception as exc:
+            typed = _typed(exc)
+            if typed is exc:
+                raise
+            raise typed from exc
+
+    def run_read(self, make_plan: Callable[[], Plan[T]]) -> T:
+        """Run a read-only plan, once more if the database went away during it (a restart):
+        reads are idempotent, so the retry is invisible."""
+        try:
+            return self.run(make_plan())
+        except DatabaseUnavailableError:
+            return self.run(make_plan())
+
+    async def arun_read(self, make_plan: Callable[[], Plan[T]]) -> T:
+        """Async twin of :meth:`run_read`."""
+        try:
+            return await self.arun(make_plan())
+        except DatabaseUnavailableError:
+            return await self.arun(make_plan())
 
     # ---------------------------------------------------------------- opening
     def _configure_sync(self, conn: psycopg.Connection[Any]) -> None:
@@ -120,6 +164,9 @@ class Pools:
                         min_size=self._min_size,
                         max_size=self._max_size,
                         configure=self._configure_sync,
+                        kwargs=self._connect_kwargs,
+                        timeout=self._connect_timeout,
+                        check=ConnectionPool.check_connection,
                         open=True,
                         name="hindsight",
                     )
@@ -162,6 +209,9 @@ class Pools:
             min_size=self._min_size,
             max_size=self._max_size,
             configure=self._configure_async,
+            kwargs=self._connect_kwargs,
+            timeout=self._connect_timeout,
+            check=AsyncConnectionPool.check_connection,
             open=False,
             name="hindsight-async",
         )
