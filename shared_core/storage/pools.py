@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import math
 import threading
+import weakref
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -35,7 +36,22 @@ _SESSION_SETTINGS = sql.SQL(
 _CONCURRENT_WORKERS = 4
 
 
-async def _close_at_loop_shutdown(pool: AsyncConnectionPool[Any]) -> None:
+def _finish(connections: weakref.WeakSet[psycopg.AsyncConnection[Any]]) -> None:
+    """Close, without an event loop, the async connections a pool lost track of.
+
+    When ``asyncio.run`` ends, it cancels the pool's workers together with its closer; a
+    connection a worker was adding to, or returning into, the pool at that moment is in no
+    queue ``close()`` empties, and stayed open on the server (2 per ``asyncio.run`` cycle).
+    ``pgconn.finish()`` is libpq's synchronous close.
+    """
+    for conn in list(connections):
+        if not conn.closed:
+            conn.pgconn.finish()
+
+
+async def _close_at_loop_shutdown(
+    pool: AsyncConnectionPool[Any], connections: weakref.WeakSet[psycopg.AsyncConnection[Any]]
+) -> None:
     """Close ``pool`` when its event loop shuts down (``asyncio.run`` ending cancels every
     task). The pool's own workers may be cancelled mid-connect and go back to waiting for work
     (psycopg_pool retries a failed connection), which hung ``asyncio.run``'s exit; closing the
@@ -45,6 +61,7 @@ async def _close_at_loop_shutdown(pool: AsyncConnectionPool[Any]) -> None:
     except asyncio.CancelledError:
         if not pool.closed:
             await pool.close(timeout=1.0)
+        _finish(connections)
         raise
 
 
@@ -82,7 +99,10 @@ class Pools:
     ) -> None:
         self.dsn = dsn
         self._connect_timeout = float(connect_timeout)
-        # libpq takes whole seconds (and treats 1 as 2).
+        # libpq takes whole seconds (and treats 1 as 2). The pools give up a failing connection
+        # attempt after the same time (psycopg_pool's default is 5 minutes of growing back-off),
+        # so that the first call after an outage connects at once instead of waiting for the
+        # next scheduled attempt.
         self._connect_kwargs: dict[str, Any] = {"connect_timeout": max(2, math.ceil(connect_timeout))}
         self._bootstrap = bootstrap
         self._min_size = min_size
@@ -96,6 +116,9 @@ class Pools:
         self._pool: ConnectionPool[Any] | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._async_pools: dict[asyncio.AbstractEventLoop, AsyncConnectionPool[Any]] = {}
+        self._async_connections: dict[
+            asyncio.AbstractEventLoop, weakref.WeakSet[psycopg.AsyncConnection[Any]]
+        ] = {}
         self._closers: dict[asyncio.AbstractEventLoop, asyncio.Task[None]] = {}
         self._opening: dict[asyncio.AbstractEventLoop, asyncio.Future[AsyncConnectionPool[Any]]] = {}
         self.closed = False
@@ -145,6 +168,7 @@ class Pools:
         conn.commit()
 
     async def _configure_async(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        self._async_connections.setdefault(asyncio.get_running_loop(), weakref.WeakSet()).add(conn)
         await register_vector_async(conn)
         await conn.execute(self._session)
         await conn.commit()
@@ -166,6 +190,7 @@ class Pools:
                         configure=self._configure_sync,
                         kwargs=self._connect_kwargs,
                         timeout=self._connect_timeout,
+                        reconnect_timeout=self._connect_timeout,
                         check=ConnectionPool.check_connection,
                         open=True,
                         name="hindsight",
@@ -211,6 +236,7 @@ class Pools:
             configure=self._configure_async,
             kwargs=self._connect_kwargs,
             timeout=self._connect_timeout,
+            reconnect_timeout=self._connect_timeout,
             check=AsyncConnectionPool.check_connection,
             open=False,
             name="hindsight-async",
@@ -219,7 +245,8 @@ class Pools:
         self._async_pools[loop] = pool
         # The loop keeps only a weak reference to a task: hold this one.
         self._closers[loop] = loop.create_task(
-            _close_at_loop_shutdown(pool), name="hindsight-async-pool-closer"
+            _close_at_loop_shutdown(pool, self._async_connections.setdefault(loop, weakref.WeakSet())),
+            name="hindsight-async-pool-closer",
         )
         return pool
 
@@ -238,6 +265,9 @@ class Pools:
             if not loop.is_closed():
                 loop.run_until_complete(pool.close())
         self._async_pools.clear()
+        for connections in self._async_connections.values():
+            _finish(connections)
+        self._async_connections.clear()
         self._closers.clear()
         if self._executor is not None:
             self._executor.shutdown(wait=False)

@@ -49,6 +49,12 @@ def _backends(server: SecondServer) -> int:
     return int(row[0])
 
 
+def _who(server: SecondServer) -> list[tuple[Any, ...]]:
+    with psycopg.connect(server.dsn, autocommit=True) as conn:
+        return conn.execute("SELECT pid, state, backend_start, left(query, 60) FROM pg_stat_activity "
+                            "WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()").fetchall()
+
+
 def _settle(server: SecondServer, expected: int) -> int:
     """The number of client backends once closing ones are gone (a close is asynchronous on the
     server side)."""
@@ -125,7 +131,7 @@ def test_sync_use_of_async_methods_leaks_no_connection(
         asyncio.run(eng.arecall("Fay", bank=bank))
         asyncio.run(eng.astats(bank))
         eng.close()
-    assert _settle(second_server, baseline) == baseline
+    assert _settle(second_server, baseline) == baseline, _who(second_server)
 
 
 def test_an_unclosed_engine_is_finalised(engine: MemoryEngine, second_server: SecondServer) -> None:
