@@ -9,6 +9,8 @@ from shared_core.config import EngineConfig
 from shared_core.engine import AsyncMemoryEngine, BankInfo, BankStats, MemoryEngine
 from shared_core.errors import (
     ConfigurationError,
+    DatabaseError,
+    DatabaseUnavailableError,
     DimensionMismatchError,
     ExtensionUnavailableError,
     HindsightError,
@@ -38,6 +40,8 @@ __all__ = [
     "BankInfo",
     "BankStats",
     "ConfigurationError",
+    "DatabaseError",
+    "DatabaseUnavailableError",
     "DimensionMismatchError",
     "EngineConfig",
     "ExtensionUnavailableError",
