@@ -484,3 +484,11 @@ def test_hostile_recall_options(engine: MemoryEngine, name: str, options: dict[s
 )
 def test_hostile_queries(engine: MemoryEngine, query: Any) -> None:
     _attempt(lambda: engine.recall(query, bank="hostile"), engine.dsn)
+
+
+def test_empty_inputs_through_the_adapters(engine: MemoryEngine) -> None:
+    from hindsight_langchain import HindsightRetriever as LangChainRetriever
+    from hindsight_llamaindex import HindsightRetriever as LlamaIndexRetriever
+
+    assert LangChainRetriever(engine=engine, bank="hostile").add_documents([]) == []
+    assert LlamaIndexRetriever(engine=engine, bank="hostile").insert([]) == []
