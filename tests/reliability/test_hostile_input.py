@@ -456,12 +456,12 @@ _RECALL_CASES: list[tuple[str, dict[str, Any], bool]] = [
     ("ts-garbage", {"query_timestamp": "not a date"}, False),
     ("ts-int", {"query_timestamp": 5}, False),
     ("ts-9999", {"query_timestamp": dt.datetime(9999, 12, 31, 23, tzinfo=_MINUS5)}, False),
-    ("window-tuple", {"temporal_window": (dt.datetime(2020, 1, 1), dt.datetime(2021, 1, 1))}, False),
+    ("window-tuple", {"temporal_window": (dt.datetime(2020, 1, 1), dt.datetime(2021, 1, 1))}, True),
     ("window-int", {"temporal_window": 5}, False),
     ("chunks-neg", {"max_chunk_tokens": -5}, False),
     ("arms-bogus", {"arms": ["bogus"]}, False),
     ("arms-int", {"arms": 5}, False),
-    ("reranker-bogus", {"reranker": "bogus"}, False),
+    ("reranker-unloadable", {"reranker": "bogus"}, True),
 ]
 
 
