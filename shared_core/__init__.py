@@ -10,6 +10,7 @@ from shared_core.engine import AsyncMemoryEngine, BankInfo, BankStats, MemoryEng
 from shared_core.errors import (
     ConfigurationError,
     DimensionMismatchError,
+    EmbeddingModelMismatchError,
     ExtensionUnavailableError,
     HindsightError,
     InvalidItemError,
@@ -39,6 +40,7 @@ __all__ = [
     "BankStats",
     "ConfigurationError",
     "DimensionMismatchError",
+    "EmbeddingModelMismatchError",
     "EngineConfig",
     "ExtensionUnavailableError",
     "HindsightError",

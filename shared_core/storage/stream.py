@@ -31,14 +31,14 @@ import numpy as np
 import numpy.typing as npt
 from psycopg import sql
 
-from shared_core.errors import ConfigurationError, HindsightError
+from shared_core.errors import ConfigurationError, HindsightError, check_bank_embedder
 from shared_core.storage.plan import Plan, Query
 from shared_core.types import MemoryItem
 
 if TYPE_CHECKING:
     from shared_core.engine import MemoryEngine
 
-__all__ = ["EPHEMERAL_PREFIX", "Metric", "MemoryStream", "StreamAppend", "StreamEntry"]
+__all__ = ["EPHEMERAL_PREFIX", "MemoryStream", "Metric", "StreamAppend", "StreamEntry"]
 
 Metric = Literal["cosine_similarity", "cosine_distance", "l2", "l2_squared", "inner_product",
                  "negative_inner_product"]
@@ -179,6 +179,14 @@ SELECT bank_id, config->'ephemeral' AS owner FROM banks WHERE config ? 'ephemera
 
 DROP_BANK = "DELETE FROM banks WHERE bank_id = %(bank)s"
 
+DELETE_ENTRIES = """
+DELETE FROM memory_units WHERE bank_id = %(bank)s AND stream_idx = ANY(%(idx)s::bigint[])"""
+
+# Taken before deleting, in the same order as retain (see retain.plan.LOCK_BANK_STATS).
+LOCK_BANK_STATS = "SELECT 1 FROM bank_stats WHERE bank_id = %(bank)s FOR UPDATE"
+
+BANK = "SELECT embedding_model, embedding_dimension FROM banks WHERE bank_id = %(bank)s"
+
 
 def search_statement(metric: str, *, normalise: bool) -> sql.Composed:
     """The exact search for ``metric`` (``normalise``: compare unit vectors, as a FAISS store
@@ -188,8 +196,8 @@ def search_statement(metric: str, *, normalise: bool) -> sql.Composed:
     template, larger_nearer = _DISTANCE[metric]
     a, b = ("l2_normalize(u.embedding)", "l2_normalize(%(q)s::vector)") if normalise else (
         "u.embedding", "%(q)s::vector")
-    distance = sql.SQL(template.format(a=a, b=b))  # type: ignore[arg-type]
-    return sql.SQL(_SEARCH).format(  # type: ignore[arg-type]
+    distance = sql.SQL(template.format(a=a, b=b))
+    return sql.SQL(_SEARCH).format(
         columns=_COLUMNS, from_=_FROM, distance=distance,
         direction=sql.SQL("DESC" if larger_nearer else "ASC"))
 
@@ -258,6 +266,17 @@ def adopt_plan(bank: str) -> Plan[int]:
     yield Query(LOCK, {"key": _lock_key(bank)}, fetch="one")
     count: int = yield Query(ADOPT, {"bank": bank}, fetch="none")
     return count
+
+
+def delete_plan(bank: str, indexes: Sequence[int]) -> Plan[int]:
+    yield Query(LOCK_BANK_STATS, {"bank": bank}, fetch="none")
+    count: int = yield Query(DELETE_ENTRIES, {"bank": bank, "idx": list(indexes)}, fetch="none")
+    return count
+
+
+def bank_plan(bank: str) -> Plan[dict[str, Any] | None]:
+    row: dict[str, Any] | None = yield Query(BANK, {"bank": bank}, fetch="one")
+    return row
 
 
 def drop_plan(bank: str) -> Plan[int]:
@@ -436,6 +455,23 @@ class MemoryStream:
 
     async def aadopt(self) -> int:
         return await self.engine.arun(adopt_plan(self.bank))
+
+    def delete(self, indexes: Sequence[int]) -> int:
+        """Delete the memories at these positions (later positions keep their numbers)."""
+        return self.engine.run(delete_plan(self.bank, list(indexes)))
+
+    async def adelete(self, indexes: Sequence[int]) -> int:
+        return await self.engine.arun(delete_plan(self.bank, list(indexes)))
+
+    def check_embedder(self) -> None:
+        """Raise :class:`~shared_core.errors.DimensionMismatchError` or
+        :class:`~shared_core.errors.EmbeddingModelMismatchError` (naming both) when the bank
+        exists and was written by another model than the engine's embedder."""
+        row = self.engine.run(bank_plan(self.bank))
+        if row is not None:
+            embedder = self.engine.embedder
+            check_bank_embedder(self.bank, row["embedding_model"], row["embedding_dimension"],
+                                embedder.model_name, embedder.dimension)
 
     def drop(self) -> None:
         """Delete the whole bank (every memory, not only the stream)."""
