@@ -95,22 +95,6 @@ def _store_embeddings(store: Any) -> Any:
     return None
 
 
-def _open_engine(engine: MemoryEngine | AsyncMemoryEngine | None, dsn: str | None,
-                 embeddings: Any) -> EngineHandle:
-    """The engine embedding with ``embeddings``: the given one when it already does, else a
-    twin of it on the same database, else one opened on ``dsn`` (or the embedded server)."""
-    if embeddings is None:
-        return resolve_engine(engine, dsn)
-    if engine is not None and dsn is not None:
-        raise ConfigurationError("pass either engine= or dsn=, not both")
-    if engine is not None:
-        base = resolve_engine(engine, None).engine
-        if base.uses_embeddings(embeddings):
-            return EngineHandle(base, owned=False)
-        return EngineHandle(base.with_embedder(embeddings), owned=True)
-    return EngineHandle(MemoryEngine(dsn, embeddings=embeddings), owned=True)
-
-
 def _release(stream: MemoryStream, handle: EngineHandle) -> None:
     """Drop a private stream and close an owned engine (finaliser: must not see the
     retriever)."""
@@ -190,7 +174,7 @@ class TimeWeightedHindsightRetriever(BaseRetriever):
             given = _store_embeddings(self.vectorstore)
         if self.scoring == "tempr" and self.embeddings is None:
             given = None  # TEMPR recall: the engine's own model
-        self._handle = _open_engine(engine, dsn, given)
+        self._handle = resolve_engine(engine, dsn, given)
         try:
             self._stream = self.engine.stream(self.bank)
         except BaseException:
