@@ -318,3 +318,28 @@ def test_engine_from_dsn_is_owned(engine: MemoryEngine) -> None:
         assert r.engine is not engine
         r.add_documents([Document(page_content="owned engine")])
         assert r.invoke("owned")[0].page_content == "owned engine"
+
+
+def test_add_documents_writes_the_store_with_the_same_ids(engine: MemoryEngine) -> None:
+    store = _Store(DeterministicFakeEmbedding(size=384))
+    with TimeWeightedHindsightRetriever(engine=engine, vectorstore=store) as retriever:
+        ids = retriever.add_documents([Document(page_content="a"),
+                                       Document(page_content="b", id="mine")])
+        assert ids[1] == "mine"
+        stored = store.get_by_ids(ids)
+        assert [d.page_content for d in stored] == ["a", "b"]
+        assert [d.metadata["buffer_idx"] for d in stored] == [0, 1]
+
+
+class _FailingStore(_Store):
+    def add_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:
+        raise RuntimeError("store unavailable")
+
+
+def test_a_failing_store_leaves_the_stream_as_it_was(engine: MemoryEngine) -> None:
+    store = _FailingStore(DeterministicFakeEmbedding(size=384))
+    with TimeWeightedHindsightRetriever(engine=engine, vectorstore=store) as retriever:
+        with pytest.raises(RuntimeError, match="store unavailable"):
+            retriever.add_documents([Document(page_content="lost")])
+        assert retriever.memory_stream == []
+        assert retriever.bank_stream.entries() == []
