@@ -6,10 +6,11 @@ the store ranks by its distance, then maps each distance through
 core stream for the same distance (computed with pgvector's matching operator) and applies the
 store's own function to it. This module only translates a store into that pair.
 
->>> relevance = store_relevance(FAISS(embeddings, faiss.IndexFlatL2(1536), InMemoryDocstore(), {}))
->>> relevance.metric, relevance.normalise
+>>> store = FAISS(embeddings, faiss.IndexFlatL2(1536), InMemoryDocstore(), {})  # doctest: +SKIP
+>>> relevance = store_relevance(store)  # doctest: +SKIP
+>>> relevance.metric, relevance.normalise  # doctest: +SKIP
 ('l2_squared', False)
->>> relevance.fn(0.5)          # FAISS's Euclidean relevance, 1 - d / sqrt(2)
+>>> relevance.fn(0.5)  # FAISS's Euclidean relevance, 1 - d / sqrt(2)  # doctest: +SKIP
 0.646...
 """
 

@@ -120,10 +120,11 @@ class TimeWeightedHindsightRetriever(BaseRetriever):
         scoring: ``"upstream"`` (the LangChain formula, default) or ``"tempr"`` (the engine's
             full recall, its score multiplied by ``(1 - decay_rate) ** hours_since_access``).
 
-    >>> retriever = TimeWeightedHindsightRetriever(vectorstore=faiss_store, decay_rate=0.99, k=1)
-    >>> retriever.add_documents([Document(page_content="hello world")])
+    >>> retriever = TimeWeightedHindsightRetriever(  # doctest: +SKIP
+    ...     vectorstore=faiss_store, decay_rate=0.99, k=1)
+    >>> retriever.add_documents([Document(page_content="hello world")])  # doctest: +SKIP
     ['0196...']
-    >>> retriever.invoke("hello")[0].metadata["buffer_idx"]
+    >>> retriever.invoke("hello")[0].metadata["buffer_idx"]  # doctest: +SKIP
     0
     """
 

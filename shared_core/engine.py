@@ -26,6 +26,7 @@ import psycopg
 from typing_extensions import Unpack
 
 from shared_core.config import DEFAULT_BANK, EngineConfig
+from shared_core.embedding_adapters import as_embedder, wraps_same_model
 from shared_core.errors import ConfigurationError, DimensionMismatchError
 from shared_core.models import Models
 from shared_core.protocols import DateParser, Embedder, EntityExtractor, TokenCounter
@@ -39,6 +40,7 @@ from shared_core.server import acquire_embedded, normalise_dsn, release_embedded
 from shared_core.storage import queries
 from shared_core.storage.plan import Plan
 from shared_core.storage.pools import Pools
+from shared_core.storage.stream import MemoryStream
 from shared_core.types import MemoryRecord, RecallResult, check_bank
 
 if TYPE_CHECKING:
@@ -87,6 +89,10 @@ class MemoryEngine:
             starts (or reuses) the embedded PostgreSQL 18 + pgvector server.
         data_dir: the embedded server's data directory (default: the user data dir).
         embedder: an :class:`~shared_core.protocols.Embedder` (default all-MiniLM-L6-v2).
+        embeddings: your own embedding model instead: any LangChain ``Embeddings``, LlamaIndex
+            ``BaseEmbedding`` or ``text -> vector`` function (see
+            :mod:`shared_core.embedding_adapters`). Banks remember their model: a bank written
+            with another model or dimension raises a typed error, never a silent mix.
         token_counter: a :class:`~shared_core.protocols.TokenCounter` (default cl100k_base).
         date_parser: a :class:`~shared_core.protocols.DateParser` (default Duckling).
         entity_extractor: an :class:`~shared_core.protocols.EntityExtractor` (default spaCy).
@@ -104,7 +110,10 @@ class MemoryEngine:
                  date_parser: DateParser | None = None,
                  entity_extractor: EntityExtractor | None = None,
                  reranker: RerankerSpec | None = None,
-                 config: EngineConfig | None = None) -> None:
+                 config: EngineConfig | None = None, embeddings: Any = None) -> None:
+        if embedder is not None and embeddings is not None:
+            raise ConfigurationError("pass either embedder= or embeddings=, not both")
+        given = embedder if embedder is not None else embeddings
         self.config = config or EngineConfig()
         self._embedded_path: Path | None = None
         if dsn is None:
@@ -113,7 +122,8 @@ class MemoryEngine:
             if data_dir is not None:
                 raise ConfigurationError("pass either dsn= or data_dir= (embedded), not both")
             self.dsn = normalise_dsn(dsn)
-        self.models = Models(embedder=embedder, token_counter=token_counter,
+        self.models = Models(embedder=as_embedder(given) if given is not None else None,
+                             token_counter=token_counter,
                              date_parser=date_parser, entity_extractor=entity_extractor,
                              freeze_gc_after_load=self.config.freeze_gc_after_load)
         self._reranker = reranker
@@ -131,6 +141,25 @@ class MemoryEngine:
     @property
     def token_counter(self) -> TokenCounter:
         return self.models.token_counter
+
+    def uses_embeddings(self, embeddings: Any) -> bool:
+        """Whether this engine embeds with ``embeddings`` (the object given as ``embedder=`` /
+        ``embeddings=``, or wrapped from it), without loading the default model."""
+        return wraps_same_model(self.models.current_embedder, embeddings)
+
+    def with_embedder(self, embeddings: Any) -> MemoryEngine:
+        """A new engine on the same database, configuration and models, embedding with
+        ``embeddings`` (an ``Embedder``, LangChain ``Embeddings``, LlamaIndex ``BaseEmbedding``
+        or function). It has its own pools: close it when done (this engine stays open, and
+        must outlive it when it runs the embedded server).
+
+        >>> with engine.with_embedder(OpenAIEmbeddings()) as openai_engine:  # doctest: +SKIP
+        ...     openai_engine.retain(["..."], bank="openai-bank")
+        """
+        twin = MemoryEngine(self.dsn, embedder=as_embedder(embeddings),
+                            reranker=self._reranker, config=self.config)
+        twin.models = self.models.sharing(embedder=twin.models.embedder)
+        return twin
 
     @property
     def date_parser(self) -> DateParser | None:
@@ -328,6 +357,14 @@ class MemoryEngine:
         """Async twin of :meth:`banks`."""
         return [BankInfo(**row) for row in await self.arun(queries.banks_plan())]
 
+    def stream(self, bank: str | None = None) -> MemoryStream:
+        """The memory stream of ``bank`` (its memories in the order added, with access times;
+        see :mod:`shared_core.storage.stream`); ``None``: a new private bank that
+        :meth:`MemoryStream.drop` removes. Sync and ``a``-prefixed async methods."""
+        if bank is None:
+            return MemoryStream.private(self)
+        return MemoryStream(self, check_bank(bank))
+
     def stats(self, bank: str = DEFAULT_BANK) -> BankStats:
         """Row counts for ``bank`` (zeros for a bank that does not exist)."""
         return BankStats(**self.run(queries.stats_plan(check_bank(bank))))
@@ -386,6 +423,10 @@ class AsyncMemoryEngine:
     async def stats(self, bank: str = DEFAULT_BANK) -> BankStats:
         """See :meth:`MemoryEngine.stats`."""
         return await self.sync.astats(bank)
+
+    def stream(self, bank: str | None = None) -> MemoryStream:
+        """See :meth:`MemoryEngine.stream` (use its ``a``-prefixed methods)."""
+        return self.sync.stream(bank)
 
     async def close(self) -> None:
         await self.sync.aclose()

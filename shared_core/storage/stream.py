@@ -6,12 +6,12 @@ nearest entries under a chosen distance, and "accessed now" updates. Positions l
 ``memory_units.stream_idx`` (migration 0005); a memory split into several units at retain
 shares one position. Every method is a sans-I/O plan run by the engine, with an async twin.
 
->>> stream = engine.stream("agent")               # engine.stream() alone: a private bank
->>> stream.append(["Alice joined Google."]).indexes
+>>> stream = engine.stream("agent")  # doctest: +SKIP
+>>> stream.append(["Alice joined Google."]).indexes  # doctest: +SKIP
 [0]
->>> [e.text for e in stream.recent(1)]
+>>> [e.text for e in stream.recent(1)]  # doctest: +SKIP
 ['Alice joined Google.']
->>> stream.touch([0], at=datetime.now(UTC))
+>>> stream.touch([0], at=datetime.now(UTC))  # doctest: +SKIP
 1
 """
 
@@ -344,8 +344,8 @@ class MemoryStream:
                 changes["embedding"] = [float(x) for x in vectors[i]]
             marked.append(dataclasses.replace(item, **changes))
         yield Query(LOCK, {"key": _lock_key(self.bank)}, fetch="one")
-        retain = self.engine._retain_flow  # the engine's retain, composed into this transaction
-        ids: list[str] = yield from retain(marked, self.bank, None, False)
+        ids: list[str] = yield from self.engine.retain_plan(marked, bank=self.bank,
+                                                            progress=False)
         if self.ephemeral:
             yield Query(MARK_EPHEMERAL, {"bank": self.bank, "owner": json.dumps(_owner())},
                         fetch="none")
