@@ -27,7 +27,7 @@ from typing_extensions import Unpack
 
 from shared_core.config import DEFAULT_BANK, EngineConfig
 from shared_core.embedding_adapters import as_embedder, wraps_same_model
-from shared_core.errors import ConfigurationError, DimensionMismatchError
+from shared_core.errors import ConfigurationError
 from shared_core.models import Models
 from shared_core.protocols import DateParser, Embedder, EntityExtractor, TokenCounter
 from shared_core.recall.options import RecallKwargs, RecallOptions, RerankerSpec
@@ -35,9 +35,10 @@ from shared_core.recall.pipeline import RecallContext, recall_plan
 from shared_core.recall.rerank import Reranker
 from shared_core.recall.settings import RecallSettings
 from shared_core.retain.flow import RetainContext, retain_flow
-from shared_core.schema import apply_migrations, ensure_extensions, schema_dimension, schema_model
+from shared_core.schema import apply_migrations, ensure_extensions, schema_dimension
 from shared_core.server import acquire_embedded, normalise_dsn, release_embedded
 from shared_core.storage import queries
+from shared_core.storage.dimensions import ensure_dimension
 from shared_core.storage.plan import Plan
 from shared_core.storage.pools import Pools
 from shared_core.storage.stream import MemoryStream
@@ -186,13 +187,13 @@ class MemoryEngine:
         try:
             with psycopg.connect(self.dsn, autocommit=True) as conn:
                 ensure_extensions(conn)
+                # Banks of any dimension share the schema (migration 0006); a database made
+                # before it first gets HNSW indexes for the dimension it was created with.
                 existing = schema_dimension(conn)
-                if existing is not None and existing != dimension:
-                    raise DimensionMismatchError(
-                        bank=None, bank_model=schema_model(conn), bank_dimension=existing,
-                        embedder_model=self.embedder.model_name, embedder_dimension=dimension)
                 conn.autocommit = False
-                apply_migrations(conn, dimension=dimension)
+                apply_migrations(conn, dimension=existing or dimension)
+                for size in {existing or dimension, dimension}:
+                    ensure_dimension(conn, size)
         except psycopg.OperationalError as exc:
             raise ConfigurationError(f"cannot connect to Postgres at {self._safe_dsn()}: {exc}"
                                      ) from exc
@@ -300,7 +301,7 @@ class MemoryEngine:
             embed_query=self.embedder.embed_query,
             parse_query_dates=parser.parse_query_dates if parser is not None else None,
             counter=self.token_counter, reranker=Reranker.from_spec(spec),
-            settings=self.config.recall, now=_utcnow)
+            settings=self.config.recall.for_model(self.embedder.model_name), now=_utcnow)
 
     def recall(self, query: str, **options: Unpack[RecallKwargs]) -> RecallResult:
         """Recall the memories of ``bank`` that answer ``query``, best first.

@@ -68,22 +68,9 @@ def raw_embeddings() -> HashEmbeddings:
 
 
 @pytest.fixture(scope="module")
-def dsn_1536(engine: MemoryEngine) -> str:
-    """A database of its own on the test server (one database holds one dimension)."""
-    import uuid
-
-    import psycopg
-    from psycopg import sql
-
-    name = f"hindsight_1536_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(engine.dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    return psycopg.conninfo.make_conninfo(engine.dsn, dbname=name)
-
-
-@pytest.fixture(scope="module")
-def engine_1536(dsn_1536: str, raw_embeddings: HashEmbeddings) -> Iterator[MemoryEngine]:
-    with MemoryEngine(dsn_1536, embeddings=raw_embeddings) as eng:
+def engine_1536(engine: MemoryEngine, raw_embeddings: HashEmbeddings) -> Iterator[MemoryEngine]:
+    """1536-d banks in the test database, beside the default model's 384-d ones."""
+    with engine.with_embedder(raw_embeddings) as eng:
         yield eng
 
 
