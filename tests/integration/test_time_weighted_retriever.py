@@ -343,3 +343,22 @@ def test_a_failing_store_leaves_the_stream_as_it_was(engine: MemoryEngine) -> No
             retriever.add_documents([Document(page_content="lost")])
         assert retriever.memory_stream == []
         assert retriever.bank_stream.entries() == []
+
+
+def test_the_stores_embedding_function_is_used_never_the_builtin(engine: MemoryEngine) -> None:
+    """FAISS(embeddings.embed_query, ...) holds a bare function: it embeds, at its 1536
+    dimensions, in the same database as the default 384-d banks."""
+    import faiss
+    from fake_embeddings import HashEmbeddings
+    from langchain_community.docstore.in_memory import InMemoryDocstore
+    from langchain_community.vectorstores import FAISS
+
+    emb = HashEmbeddings(1536)
+    store = FAISS(emb.embed_query, faiss.IndexFlatL2(1536), InMemoryDocstore({}), {})
+    with TimeWeightedHindsightRetriever(engine=engine, vectorstore=store, k=1) as retriever:
+        retriever.add_documents([Document(page_content="hello world")])
+        info = {b.bank: b for b in engine.banks()}[retriever.bank_stream.bank]
+        assert (info.embedding_model, info.embedding_dimension) == ("HashEmbeddings(size=1536)",
+                                                                    1536)
+        assert store.index.ntotal == 1
+        assert retriever.invoke("hello world")[0].page_content == "hello world"
