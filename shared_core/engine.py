@@ -27,7 +27,7 @@ from typing_extensions import Unpack
 
 from shared_core.config import DEFAULT_BANK, EngineConfig
 from shared_core.embedding_adapters import as_embedder, wraps_same_model
-from shared_core.errors import ConfigurationError
+from shared_core.errors import ConfigurationError, check_bank_embedder
 from shared_core.models import Models
 from shared_core.protocols import DateParser, Embedder, EntityExtractor, TokenCounter
 from shared_core.recall.options import RecallKwargs, RecallOptions, RerankerSpec
@@ -41,7 +41,7 @@ from shared_core.storage import queries
 from shared_core.storage.dimensions import ensure_dimension
 from shared_core.storage.plan import Plan
 from shared_core.storage.pools import Pools
-from shared_core.storage.stream import MemoryStream
+from shared_core.storage.stream import MemoryStream, bank_plan
 from shared_core.types import MemoryRecord, RecallResult, check_bank
 
 if TYPE_CHECKING:
@@ -132,6 +132,7 @@ class MemoryEngine:
         self._pools = Pools(self.dsn, bootstrap=self._bootstrap, min_size=cfg.pool_min_size,
                             max_size=cfg.pool_max_size, ef_search=cfg.hnsw_ef_search,
                             max_scan_tuples=cfg.hnsw_max_scan_tuples)
+        self._checked_banks: set[str] = set()
         self._closed = False
 
     # ---------------------------------------------------------------- components
@@ -323,13 +324,28 @@ class MemoryEngine:
         'Alice works at Google as a software engineer in Zurich.'
         """
         opts = RecallOptions(**options)
-        return self.run(recall_plan(self.recall_context(opts.reranker), query, opts))
+        return self.run(self._checked_recall(self.recall_context(opts.reranker), query, opts))
 
     async def arecall(self, query: str, **options: Unpack[RecallKwargs]) -> RecallResult:
         """Async twin of :meth:`recall`."""
         opts = RecallOptions(**options)
         context = await asyncio.to_thread(self.recall_context, opts.reranker)
-        return await self.arun(recall_plan(context, query, opts))
+        return await self.arun(self._checked_recall(context, query, opts))
+
+    def _checked_recall(self, context: RecallContext, query: str, opts: RecallOptions
+                        ) -> Plan[RecallResult]:
+        # A bank written by another model (or dimension) raises, naming both, instead of
+        # ranking by noise (or finding nothing); checked once per bank and engine.
+        if opts.bank not in self._checked_banks:
+            row = yield from bank_plan(opts.bank)
+            if row is not None:
+                embedder = self.embedder
+                check_bank_embedder(opts.bank, row["embedding_model"],
+                                    row["embedding_dimension"], embedder.model_name,
+                                    embedder.dimension)
+                self._checked_banks.add(opts.bank)
+        result: RecallResult = yield from recall_plan(context, query, opts)
+        return result
 
     # ---------------------------------------------------------------- read / delete
     def get(self, memory_id: str, *, bank: str = DEFAULT_BANK) -> MemoryRecord | None:

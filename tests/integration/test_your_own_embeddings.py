@@ -58,6 +58,8 @@ def test_a_bank_refuses_another_model(engine: MemoryEngine, own_engine: MemoryEn
         engine.retain(TEXTS[1:], bank=bank, progress=False)
     assert "HashEmbeddings(size=384)" in str(caught.value)
     assert "all-MiniLM-L6-v2" in str(caught.value)
+    with pytest.raises(EmbeddingModelMismatchError):  # reading it with another model, too
+        engine.recall("Bob", bank=bank)
     with engine.with_embedder(HashEmbeddings(16)) as small, pytest.raises(DimensionMismatchError):
         small.retain(TEXTS[1:], bank=bank, progress=False)
     assert len(own_engine.get(own_engine.retain(TEXTS[1:2], bank=bank, progress=False)[0],
