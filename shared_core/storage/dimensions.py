@@ -34,8 +34,13 @@ FACT_TYPES: Final = ("world", "experience", "observation")
 # Serialises index creation across engines starting at once (an arbitrary constant).
 _LOCK_KEY: Final = 0x48494E44_44494D53 & 0x7FFFFFFFFFFFFFFF
 
-_KNOWN = "SELECT dimension FROM vector_dimensions ORDER BY dimension"
-_RECORD = "INSERT INTO vector_dimensions (dimension) VALUES (%(d)s) ON CONFLICT DO NOTHING"
+# A dimension is known when its all-types index exists (created last, in one transaction).
+_KNOWN = r"""
+SELECT substring(indexname FROM '^memory_units_embedding_d(\d+)$')::int AS dimension
+FROM pg_indexes
+WHERE schemaname = current_schema() AND tablename = 'memory_units'
+  AND indexname ~ '^memory_units_embedding_d\d+$'
+ORDER BY 1"""
 _INDEX = sql.SQL("""
 CREATE INDEX IF NOT EXISTS {name} ON memory_units
     USING hnsw (({cast}) {ops}) WITH (m = 16, ef_construction = 64)
@@ -115,7 +120,7 @@ def ensure_dimension(conn: psycopg.Connection[Any], size: int) -> bool:
         conn.execute("SELECT pg_advisory_xact_lock(%(key)s)", {"key": _LOCK_KEY})
         if size in known_dimensions(conn):
             return False
-        for statement in Dimension(size).index_statements():
+        statements = Dimension(size).index_statements()
+        for statement in statements[1:] + statements[:1]:  # the all-types index last
             conn.execute(statement)
-        conn.execute(_RECORD, {"d": size})
     return True

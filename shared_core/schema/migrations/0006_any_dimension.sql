@@ -6,7 +6,7 @@
 -- ``vector_dims(embedding) = d``: one per fact type (the semantic arm scans each type, as
 -- 0003) and one for all types (graph seeds, temporal entry points, retain's links). The
 -- engine creates a dimension's indexes when it first starts with an embedder of that
--- dimension (shared_core.storage.dimensions), and records it in ``vector_dimensions``.
+-- dimension (shared_core.storage.dimensions; their names say the dimension).
 -- Queries name the same expression and predicate (with the dimension inlined), so the
 -- planner picks that dimension's index; rows of other dimensions are never compared.
 DROP INDEX IF EXISTS memory_units_embedding_hnsw;
@@ -15,8 +15,3 @@ DROP INDEX IF EXISTS memory_units_embedding_experience;
 DROP INDEX IF EXISTS memory_units_embedding_observation;
 ALTER TABLE memory_units ALTER COLUMN embedding TYPE vector;
 ALTER TABLE memory_units ALTER COLUMN embedding SET STORAGE MAIN;
-
-CREATE TABLE vector_dimensions (
-    dimension  integer PRIMARY KEY CHECK (dimension > 0),
-    created_at timestamptz NOT NULL DEFAULT now()
-);
