@@ -67,13 +67,17 @@ class HindsightRetriever(BaseRetriever):
     include_chunks: bool = False
     reranker: Any = None
     """``None`` (engine default), ``"passthrough"``, a model name, or a pair scorer."""
+    embeddings: Any = None
+    """Your own embedding model (any LangChain ``Embeddings``): memories and queries are
+    embedded with it, in banks that record it (a bank of another model raises a typed
+    error)."""
 
     _handle: EngineHandle = PrivateAttr()
 
     def __init__(self, *, engine: MemoryEngine | AsyncMemoryEngine | None = None,
                  dsn: str | None = None, **data: Any) -> None:
         super().__init__(**data)
-        self._handle = resolve_engine(engine, dsn)
+        self._handle = resolve_engine(engine, dsn, self.embeddings)
 
     @property
     def engine(self) -> MemoryEngine:

@@ -161,6 +161,14 @@ def _pushdown(filters: MetadataFilters | None) -> dict[str, Any]:
     return out
 
 
+def _explicit_embed_model() -> Any:
+    """``Settings.embed_model`` if the user set it; reading the property otherwise resolves
+    LlamaIndex's default (OpenAI), which is not ours to pick."""
+    from llama_index.core import Settings
+
+    return getattr(Settings, "_embed_model", None)
+
+
 class HindsightRetriever(BaseRetriever):
     """TEMPR recall over a memory bank, as a LlamaIndex retriever.
 
@@ -174,6 +182,8 @@ class HindsightRetriever(BaseRetriever):
         options: any :class:`~shared_core.recall.options.RecallOptions` field (``bank``,
             ``max_tokens``, ``budget``, ``types``, ``tags``, ``tags_match``, ``include_chunks``,
             ``reranker``, ...), validated here.
+        embed_model: your own embedding model (any LlamaIndex ``BaseEmbedding``); by default
+            ``Settings.embed_model`` when it was set explicitly, else the engine's model.
 
     Implements ``_aretrieve`` natively (async Postgres), emits :class:`HindsightRecallEvent`
     through LlamaIndex instrumentation, and plugs into ``RetrieverQueryEngine``.
@@ -188,14 +198,15 @@ class HindsightRetriever(BaseRetriever):
 
     def __init__(self, engine: MemoryEngine | AsyncMemoryEngine | None = None, *,
                  dsn: str | None = None, similarity_top_k: int = DEFAULT_SIMILARITY_TOP_K,
-                 filters: MetadataFilters | None = None,
+                 filters: MetadataFilters | None = None, embed_model: Any = None,
                  callback_manager: CallbackManager | None = None,
                  object_map: dict[str, Any] | None = None, objects: list[IndexNode] | None = None,
                  verbose: bool = False, **options: Unpack[RecallKwargs]) -> None:
         if similarity_top_k < 1:
             raise ValueError("similarity_top_k must be >= 1")
         self.options = RecallOptions(**options)
-        self._handle: EngineHandle = resolve_engine(engine, dsn)
+        self._handle: EngineHandle = resolve_engine(
+            engine, dsn, embed_model if embed_model is not None else _explicit_embed_model())
         self.similarity_top_k = similarity_top_k
         self.filters = filters
         super().__init__(callback_manager=callback_manager, object_map=object_map,

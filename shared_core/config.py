@@ -55,6 +55,13 @@ ADAPTIVE_BUDGET_RATIOS: Final = {"low": 0.025, "mid": 0.075, "high": 0.25}
 ADAPTIVE_BUDGET_MIN: Final = 20
 ADAPTIVE_BUDGET_MAX: Final = 2000
 DEFAULT_SEMANTIC_MIN_SIMILARITY: Final = 0.3
+# The cosine cuts (semantic, graph seeds, temporal) are on all-MiniLM-L6-v2's scale; other
+# models spread cosines differently (some put every pair below 0.3). For a model not listed
+# here, the semantic arm keeps hits at least this fraction of the query's best similarity,
+# and the graph-seed and temporal cuts are off. Not tuned on data: half the best is a
+# conservative cut that keeps the near ties and drops the clearly unrelated.
+DEFAULT_CALIBRATED_MODELS: Final = ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")
+DEFAULT_RELATIVE_SEMANTIC_CUT: Final = 0.5
 DEFAULT_GRAPH_SEED_LIMIT: Final = 20
 DEFAULT_GRAPH_SEED_MIN_SIMILARITY: Final = 0.3
 DEFAULT_GRAPH_PER_ENTITY_LIMIT: Final = 200

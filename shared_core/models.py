@@ -63,6 +63,19 @@ class Models:
         return self._embedder
 
     @property
+    def current_embedder(self) -> Embedder | None:
+        """The embedder if it was given or has loaded (never loads the default)."""
+        return self._embedder
+
+    def sharing(self, *, embedder: Embedder) -> Models:
+        """These models with another embedder: the others, loaded or not, are shared."""
+        twin = Models(embedder=embedder, token_counter=self._counter,
+                      date_parser=self._date_parser, entity_extractor=self._entity_extractor,
+                      freeze_gc_after_load=self._freeze)
+        twin._tried = set(self._tried)
+        return twin
+
+    @property
     def token_counter(self) -> TokenCounter:
         if self._counter is None:
             self._counter = default_token_counter()

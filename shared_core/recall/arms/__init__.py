@@ -27,6 +27,7 @@ from shared_core.recall.fusion import ArmHit
 from shared_core.recall.query import TagsMatch
 from shared_core.recall.settings import RecallSettings
 from shared_core.recall.timing import Stopwatch
+from shared_core.storage.dimensions import Dimension
 from shared_core.storage.plan import Plan, Query
 from shared_core.types import FactType, TimeWindow
 
@@ -75,6 +76,11 @@ class ArmQuery:
     n: int
     window: TimeWindow | None
     settings: RecallSettings
+
+    @property
+    def dimension(self) -> Dimension:
+        """The query vector's dimension: the SQL naming its HNSW indexes (migration 0006)."""
+        return Dimension(int(self.vector.shape[0]))
 
     @property
     def tag_sql(self) -> sql.Composable:
