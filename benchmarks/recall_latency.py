@@ -102,7 +102,7 @@ def loader_engine(dsn: str) -> Any:
     """An engine for bulk loads whose connections run with ``enable_seqscan = off``.
 
     Opt-in only (``--seqscan-off-loader``) since the library forces retain's semantic-link
-    statement (``shared_core.retain.links.SEMANTIC_NEIGHBOURS``) onto the HNSW index itself;
+    statement (``shared_core.retain.links.semantic_neighbours_statement``) onto the HNSW index itself;
     before that the planner ran it as a sequential scan per new unit and a load was quadratic.
     Measured 2026-11-30 on the 10k bench bank, 1,000 new units: the same HNSW plan and time
     with or without the session setting (2.3 s vs 2.25 s), so the plain engine is the default.

@@ -102,6 +102,10 @@ class HindsightRetriever(BaseRetriever):
     """``None`` (engine default), ``"passthrough"``, a model name, or a pair scorer."""
     progress: bool | None = None
     """Progress bar on long ``add_documents``: ``None`` shows it on a terminal only."""
+    embeddings: Any = None
+    """Your own embedding model (any LangChain ``Embeddings``): memories and queries are
+    embedded with it, in banks that record it (a bank of another model raises a typed
+    error)."""
 
     _handle: EngineHandle = PrivateAttr()
     _spec: SearchSpec = PrivateAttr()
@@ -114,7 +118,7 @@ class HindsightRetriever(BaseRetriever):
         base = SearchSpec(k=self.k if self.k is not None else DEFAULT_K)
         self._spec = search_spec(self.search_type, self.search_kwargs, base=base)
         RecallOptions(**self._recall_fields())  # a bad option fails here, named
-        self._handle = resolve_engine(engine, dsn)
+        self._handle = resolve_engine(engine, dsn, self.embeddings)
 
     @property
     def engine(self) -> MemoryEngine:

@@ -9,19 +9,22 @@ Change only the import::
     retriever.add_documents([Document(page_content="hello world")])
     retriever.invoke("hello world")
 
-Same fields and defaults, same ``add_documents`` / ``invoke`` / ``ainvoke`` and the same score,
-``(1 - decay_rate) ** hours_since_last_access + Σ other_score_keys + relevance``, over the same
-candidates (the last ``k`` memories of the stream plus the top ``search_kwargs["k"]`` by cosine
-relevance). The difference: memories, their ``buffer_idx`` and their ``last_accessed_at`` live in
-a Postgres bank, so they survive restarts, are shared between processes, and never need the
-vector store to echo ``buffer_idx`` back.
+Same fields, defaults, methods and results: the score is
+``(1 - decay_rate) ** hours_since_last_access + Σ other_score_keys + relevance`` over the last
+``k`` memories of the stream plus the store's top ``search_kwargs["k"]``, where relevance is
+**the store's own**: the distance the store ranks by (FAISS ``IndexFlatL2``: squared L2;
+``InMemoryVectorStore``: cosine similarity; ...) computed by Postgres with pgvector's operator,
+mapped through the store's ``_select_relevance_score_fn()``. Documents and queries are embedded
+by the store's embedding function (any dimension); ``add_documents`` also adds to the store,
+with the same ids.
 
-Embeddings: when a ``vectorstore`` (or ``embeddings=``) is given, its embedding function embeds
-documents and queries, so relevance matches the upstream retriever over that store. The
-database stores vectors of one dimension (384 for the default model); if the given embeddings
-produce another dimension the retriever warns once and falls back to the engine's embedder
-(``on_dimension_mismatch="raise"`` raises :class:`~shared_core.ConfigurationError` instead).
-The vector store itself is never written to.
+The stream lives in Postgres (the engine's :meth:`~shared_core.MemoryEngine.stream`):
+
+- without ``bank=``, each retriever has a private stream, as upstream's in-memory list: no
+  other retriever sees it, and it is deleted when the retriever is closed or collected (or,
+  after a crash, by the next private stream on that database);
+- with ``bank=``, the stream persists and is shared: a new retriever (another process, after a
+  restart) on the same bank continues it, with its ``buffer_idx`` and access times.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import copy
 import datetime
 import threading
 import warnings
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -43,19 +47,17 @@ from langchain_core.callbacks import (
     Callbacks,
 )
 from langchain_core.documents import Document
-from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever, LangSmithRetrieverParams
 from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, Field, PrivateAttr
 
-from hindsight_langchain import _tw_sql as tw
 from hindsight_langchain._common import EngineHandle, from_aware, resolve_engine, to_aware
+from hindsight_langchain._relevance import StoreRelevance, store_relevance
 from shared_core import ConfigurationError, MemoryEngine, MemoryItem
-from shared_core.config import DEFAULT_BANK
+from shared_core.embedding_adapters import ForeignEmbedder
 from shared_core.engine import AsyncMemoryEngine
 from shared_core.errors import InvalidQueryError
-from shared_core.retain.prepare import json_dumps
-from shared_core.storage.plan import Plan
+from shared_core.storage.stream import MemoryStream, Metric, StreamAppend, StreamEntry
 
 __all__ = ["TimeWeightedHindsightRetriever"]
 
@@ -63,7 +65,10 @@ _REAL_DT = datetime.datetime
 _REAL_DATE = datetime.date
 _STREAM_KEYS = ("last_accessed_at", "created_at", "buffer_idx")
 _INTERNAL = "__tw"
-_PENDING = "__tw_pending"
+# Where stores keep their embedding function, in order (FAISS(embeddings.embed_query, ...)
+# keeps a bare function in ``embedding_function``).
+_EMBEDDING_ATTRS = ("embeddings", "embedding_function", "embedding", "_embedding_function",
+                    "embedding_service")
 
 
 def _get_hours_passed(time: datetime.datetime, ref_time: datetime.datetime) -> float:
@@ -79,22 +84,45 @@ def _now() -> datetime.datetime:
     return datetime.datetime.now()
 
 
+def _store_embeddings(store: Any) -> Any:
+    """The store's embedding function (an ``Embeddings`` or a ``text -> vector`` function)."""
+    for attr in _EMBEDDING_ATTRS:
+        try:
+            found = getattr(store, attr, None)
+        except (AttributeError, NotImplementedError):
+            continue
+        if found is not None and (callable(found) or hasattr(found, "embed_query")):
+            return found
+    return None
+
+
+def _release(stream: MemoryStream, handle: EngineHandle) -> None:
+    """Drop a private stream and close an owned engine (finaliser: must not see the
+    retriever)."""
+    if stream.ephemeral:
+        with contextlib.suppress(Exception):  # the engine may already be closed
+            stream.drop()
+    handle.close()
+
+
 class TimeWeightedHindsightRetriever(BaseRetriever):
-    """Recency-weighted retrieval over a persistent memory bank; a drop-in for
+    """Recency-weighted retrieval over a Postgres memory stream; a drop-in for
     ``langchain_classic.retrievers.TimeWeightedVectorStoreRetriever``.
 
     Args (beyond the upstream fields):
         engine: a :class:`~shared_core.MemoryEngine` (not closed by the retriever).
         dsn: a Postgres DSN; the retriever opens (and :meth:`close` closes) an engine on it.
             Neither: the embedded server.
-        bank: the memory bank holding the stream (default ``"default"``).
+        bank: a named bank: the stream persists and is shared. ``None`` (default): a private
+            stream, deleted on :meth:`close`.
+        embeddings: embeddings to use instead of the vector store's.
+        relevance_metric: the distance the vector store ranks by, for stores not recognised
+            (see :data:`shared_core.storage.stream.Metric`).
         scoring: ``"upstream"`` (the LangChain formula, default) or ``"tempr"`` (the engine's
             full recall, its score multiplied by ``(1 - decay_rate) ** hours_since_access``).
-        embeddings: embeddings to use instead of ``vectorstore.embeddings``.
 
-    >>> from langchain_core.documents import Document  # doctest: +SKIP
-    >>> retriever = TimeWeightedHindsightRetriever(engine=engine, bank="agent", k=1,  # doctest: +SKIP
-    ...                                            decay_rate=0.99)
+    >>> retriever = TimeWeightedHindsightRetriever(  # doctest: +SKIP
+    ...     vectorstore=faiss_store, decay_rate=0.99, k=1)
     >>> retriever.add_documents([Document(page_content="hello world")])  # doctest: +SKIP
     ['0196...']
     >>> retriever.invoke("hello")[0].metadata["buffer_idx"]  # doctest: +SKIP
@@ -104,12 +132,12 @@ class TimeWeightedHindsightRetriever(BaseRetriever):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     vectorstore: VectorStore | None = None
-    """Optional: only its embedding function is used (memories live in the bank)."""
+    """The store written by ``add_documents``, whose embedding function and relevance are used."""
     search_kwargs: dict[str, Any] = Field(default_factory=lambda: {"k": 100})
     """``k`` (candidates by relevance), optional ``score_threshold`` and ``filter`` (a dict of
     metadata equalities)."""
     memory_stream: list[Document] = Field(default_factory=list)
-    """The stream as a plain list (``memory_stream[buffer_idx]``), loaded from the bank."""
+    """The stream as a plain list (``memory_stream[buffer_idx]``), mirrored from the bank."""
     decay_rate: float = Field(default=0.01)
     """The exponential decay factor used as ``(1.0 - decay_rate) ** hours_passed``."""
     k: int = 4
@@ -119,26 +147,26 @@ class TimeWeightedHindsightRetriever(BaseRetriever):
     default_salience: float | None = None
     """Relevance given to recent memories the relevance search did not return."""
 
-    bank: str = DEFAULT_BANK
+    bank: str | None = None
     scoring: Literal["upstream", "tempr"] = "upstream"
-    embeddings: Embeddings | None = None
-    exact_search: bool = True
-    """Exact cosine top-k (as a flat store); ``False`` uses the HNSW index (approximate)."""
+    embeddings: Any = None
+    relevance_metric: Metric | None = None
     load_memory_stream: bool = True
     """Mirror the bank's stream into ``memory_stream``; ``False`` keeps it empty (huge banks)."""
     adopt_existing: bool = True
-    """Give memories retained by other means a place at the end of the stream."""
-    on_dimension_mismatch: Literal["fallback", "raise"] = "fallback"
+    """Give memories retained into a named bank by other means a place at the end of the
+    stream."""
     budget: Literal["low", "mid", "high"] = "mid"
     """Recall budget for ``scoring="tempr"``."""
     max_tokens: int = 4096
     """Recall token budget for ``scoring="tempr"``."""
 
     _handle: EngineHandle = PrivateAttr()
+    _stream: MemoryStream = PrivateAttr()
+    _relevance: StoreRelevance = PrivateAttr()
+    _finalizer: weakref.finalize[Any, Any] = PrivateAttr()
     _lock: threading.RLock = PrivateAttr(default_factory=threading.RLock)
     _positions: dict[int, int] = PrivateAttr(default_factory=dict)
-    _locator: dict[int, tuple[str, str | None]] = PrivateAttr(default_factory=dict)
-    _custom_ok: bool | None = PrivateAttr(default=None)
 
     def __init__(self, *, engine: MemoryEngine | AsyncMemoryEngine | None = None,
                  dsn: str | None = None, **data: Any) -> None:
@@ -147,11 +175,23 @@ class TimeWeightedHindsightRetriever(BaseRetriever):
         if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0.0 <= rate <= 1.0:
             # (1 - rate) ** hours: outside [0, 1] it is negative or complex, not a decay.
             raise ConfigurationError(f"decay_rate must be a number between 0 and 1, got {rate!r}")
-        self._handle = resolve_engine(engine, dsn)
+        given = self.embeddings
+        if given is None and self.vectorstore is not None:
+            given = _store_embeddings(self.vectorstore)
+        if self.scoring == "tempr" and self.embeddings is None:
+            given = None  # TEMPR recall: the engine's own model
+        self._handle = resolve_engine(engine, dsn, given)
+        try:
+            self._stream = self.engine.stream(self.bank)
+        except BaseException:
+            self._handle.close()
+            raise
+        self._finalizer = weakref.finalize(self, _release, self._stream, self._handle)
+        self._relevance = store_relevance(self.vectorstore, metric=self.relevance_metric)
         try:
             self._bootstrap()
         except BaseException:
-            self._handle.close()
+            self.close()
             raise
 
     # ------------------------------------------------------------------ lifecycle
@@ -160,9 +200,14 @@ class TimeWeightedHindsightRetriever(BaseRetriever):
         """The engine this retriever runs on."""
         return self._handle.engine
 
+    @property
+    def bank_stream(self) -> MemoryStream:
+        """The memory stream (bank ``stream.bank``) behind ``memory_stream``."""
+        return self._stream
+
     def close(self) -> None:
-        """Close the engine if this retriever opened it (``dsn=`` or embedded default)."""
-        self._handle.close()
+        """Delete a private stream, and close the engine if this retriever opened it."""
+        self._finalizer()
 
     def __enter__(self) -> TimeWeightedHindsightRetriever:
         return self
@@ -172,23 +217,28 @@ class TimeWeightedHindsightRetriever(BaseRetriever):
 
     def __repr__(self) -> str:
         store = type(self.vectorstore).__name__ if self.vectorstore is not None else None
-        return (f"{type(self).__name__}(bank={self.bank!r}, k={self.k}, "
+        bank = repr(self.bank) if self.bank is not None else "private"
+        return (f"{type(self).__name__}(bank={bank}, k={self.k}, "
                 f"decay_rate={self.decay_rate}, scoring={self.scoring!r}, "
                 f"memories={len(self.memory_stream)}, vectorstore={store}, "
-                f"engine={self.engine!r})")
+                f"relevance={self._relevance.metric}, engine={self.engine!r})")
 
     __str__ = __repr__
 
     def _bootstrap(self) -> None:
-        if self.adopt_existing:
-            self.engine.run(tw.adopt_plan(self.bank))
         given = list(self.memory_stream)
-        stored = self.engine.run(tw.load_stream_plan(self.bank, 0)) \
-            if (self.load_memory_stream or given) else []
-        if given and not stored:
-            # Seed an empty bank from a stream built elsewhere (e.g. a pickled upstream stream).
+        if self.bank is None:
             self.memory_stream = []
-            self._add(given, current_time=None, keep_objects=True)
+            if given:  # seed the private stream from one built elsewhere (a pickled stream)
+                self._add(given, {}, keep_objects=True, to_store=False)
+            return
+        self._stream.check_embedder()
+        if self.adopt_existing:
+            self._stream.adopt()
+        stored = self._stream.entries() if (self.load_memory_stream or given) else []
+        if given and not stored:
+            self.memory_stream = []
+            self._add(given, {}, keep_objects=True, to_store=False)
             return
         if given:
             if len(given) != len(stored):
@@ -196,82 +246,42 @@ class TimeWeightedHindsightRetriever(BaseRetriever):
                     f"memory_stream has {len(given)} documents but bank {self.bank!r} already "
                     f"holds a stream of {len(stored)}; pass the bank's stream, or none")
             self.memory_stream = given
-            self._positions = {int(r["buffer_idx"]): i for i, r in enumerate(stored)}
-            self._remember_locations(stored)
+            self._positions = {e.index: i for i, e in enumerate(stored)}
             return
         if self.load_memory_stream:
-            self.memory_stream = [self._row_to_doc(r) for r in stored]
-            self._positions = {int(r["buffer_idx"]): i for i, r in enumerate(stored)}
-            self._remember_locations(stored)
+            self.memory_stream = [self._entry_to_doc(e) for e in stored]
+            self._positions = {e.index: i for i, e in enumerate(stored)}
 
     # ------------------------------------------------------------------ embeddings
-    def _custom_embeddings(self) -> Embeddings | None:
-        if self.scoring == "tempr" or self._custom_ok is False:
-            return None
-        if self.embeddings is not None:
-            return self.embeddings
-        if self.vectorstore is not None:
-            try:
-                return self.vectorstore.embeddings
-            except (AttributeError, NotImplementedError):
-                return None
-        return None
+    def _raw_documents(self, texts: list[str]) -> npt.NDArray[np.float32]:
+        embedder = self.engine.embedder
+        if isinstance(embedder, ForeignEmbedder):
+            return embedder.raw_documents(texts)
+        return embedder.embed_documents(texts)
 
-    def _dimension_ok(self, n: int) -> bool:
-        expected = self.engine.embedder.dimension
-        if n == expected:
-            self._custom_ok = True
-            return True
-        if self._custom_ok:
-            raise ConfigurationError(f"embeddings changed dimension ({n}, was {expected})")
-        message = (f"the given embeddings produce {n}-dimensional vectors but this database "
-                   f"stores {expected} dimensions ({self.engine.embedder.model_name})")
-        if self.on_dimension_mismatch == "raise":
-            raise ConfigurationError(message + "; use embeddings of that dimension")
-        warnings.warn(message + "; falling back to the engine's embedder", RuntimeWarning,
-                      stacklevel=3)
-        self._custom_ok = False
-        return False
+    async def _araw_documents(self, texts: list[str]) -> npt.NDArray[np.float32]:
+        embedder = self.engine.embedder
+        if isinstance(embedder, ForeignEmbedder):
+            return await embedder.araw_documents(texts)
+        return await asyncio.to_thread(embedder.embed_documents, texts)
 
-    def _embed_documents(self, texts: list[str]) -> list[npt.NDArray[np.float32]] | None:
-        emb = self._custom_embeddings()
-        if emb is None or not texts:
-            return None
-        vectors = emb.embed_documents(texts)
-        if not self._dimension_ok(len(vectors[0])):
-            return None
-        return [np.asarray(v, dtype=np.float32) for v in vectors]
+    def _raw_query(self, text: str) -> npt.NDArray[np.float32]:
+        embedder = self.engine.embedder
+        if isinstance(embedder, ForeignEmbedder):
+            return embedder.raw_query(text)
+        return embedder.embed_query(text)
 
-    async def _aembed_documents(self, texts: list[str]) -> list[npt.NDArray[np.float32]] | None:
-        emb = self._custom_embeddings()
-        if emb is None or not texts:
-            return None
-        vectors = await emb.aembed_documents(texts)
-        if not self._dimension_ok(len(vectors[0])):
-            return None
-        return [np.asarray(v, dtype=np.float32) for v in vectors]
+    async def _araw_query(self, text: str) -> npt.NDArray[np.float32]:
+        embedder = self.engine.embedder
+        if isinstance(embedder, ForeignEmbedder):
+            return await embedder.araw_query(text)
+        return await asyncio.to_thread(embedder.embed_query, text)
 
-    def _embed_query(self, text: str) -> npt.NDArray[np.float32]:
-        emb = self._custom_embeddings()
-        if emb is not None:
-            vector = emb.embed_query(text)
-            if self._dimension_ok(len(vector)):
-                return np.asarray(vector, dtype=np.float32)
-        return self.engine.embedder.embed_query(text)
-
-    async def _aembed_query(self, text: str) -> npt.NDArray[np.float32]:
-        emb = self._custom_embeddings()
-        if emb is not None:
-            vector = await emb.aembed_query(text)
-            if self._dimension_ok(len(vector)):
-                return np.asarray(vector, dtype=np.float32)
-        return await asyncio.to_thread(self.engine.embedder.embed_query, text)
-
-    # ------------------------------------------------------------------ rows <-> documents
-    def _row_to_doc(self, row: Mapping[str, Any]) -> Document:
-        meta = dict(row["metadata"])
+    # ------------------------------------------------------------------ entries <-> documents
+    @staticmethod
+    def _entry_to_doc(entry: StreamEntry) -> Document:
+        meta = dict(entry.metadata)
         internal = meta.pop(_INTERNAL, None) or {}
-        meta.pop(_PENDING, None)
         meta.pop("buffer_idx", None)
         kinds: dict[str, str] = internal.get("kinds", {})
         for key, kind in kinds.items():
@@ -280,34 +290,26 @@ class TimeWeightedHindsightRetriever(BaseRetriever):
             with contextlib.suppress(ValueError):
                 meta[key] = (_REAL_DATE.fromisoformat(meta[key]) if kind == "date"
                              else _REAL_DT.fromisoformat(meta[key]))
-        created = row["created_at"]
-        accessed = row["last_accessed_at"] or created
-        meta["last_accessed_at"] = from_aware(accessed, kinds.get("last_accessed_at", "naive"))
-        meta["created_at"] = from_aware(created, kinds.get("created_at", "naive"))
-        if row.get("buffer_idx") is not None:
-            meta["buffer_idx"] = int(row["buffer_idx"])
+        meta["last_accessed_at"] = from_aware(entry.last_accessed_at,
+                                              kinds.get("last_accessed_at", "naive"))
+        meta["created_at"] = from_aware(entry.created_at, kinds.get("created_at", "naive"))
+        meta["buffer_idx"] = entry.index
         content = internal.get("content")
-        return Document(id=internal.get("id") or row["id"],
-                        page_content=content if content is not None else row["page_content"],
+        # As upstream, a document has an id only when it was given one.
+        return Document(id=internal.get("id"),
+                        page_content=content if content is not None else entry.text,
                         metadata=meta)
 
-    def _remember_locations(self, rows: Sequence[Mapping[str, Any]]) -> None:
-        for row in rows:
-            if row.get("buffer_idx") is not None:
-                self._locator[int(row["buffer_idx"])] = (row["id"], row["chunk_id"])
-
-    def _materialise(self, rows: Sequence[Mapping[str, Any]]) -> list[Document]:
-        """Documents for rows: the ``memory_stream`` objects (refreshed from the bank) when
-        mirrored, so returned documents are the stream's own, as upstream."""
+    def _materialise(self, entries: Sequence[StreamEntry]) -> list[Document]:
+        """Documents for entries: the ``memory_stream`` objects (their access time refreshed
+        from the bank) when mirrored, so returned documents are the stream's own, as upstream."""
         out = []
         with self._lock:
-            self._remember_locations(rows)
-            for row in rows:
-                fresh = self._row_to_doc(row)
-                idx = row.get("buffer_idx")
-                pos = self._positions.get(int(idx)) if idx is not None else None
+            for entry in entries:
+                fresh = self._entry_to_doc(entry)
+                pos = self._positions.get(entry.index)
                 if pos is not None and pos < len(self.memory_stream) and \
-                        self.memory_stream[pos].metadata.get("buffer_idx") == idx:
+                        self.memory_stream[pos].metadata.get("buffer_idx") == entry.index:
                     mirrored = self.memory_stream[pos]
                     mirrored.metadata["last_accessed_at"] = fresh.metadata["last_accessed_at"]
                     out.append(mirrored)
@@ -315,27 +317,32 @@ class TimeWeightedHindsightRetriever(BaseRetriever):
                     out.append(fresh)
         return out
 
-    def _extend_mirror(self, rows: Sequence[Mapping[str, Any]]) -> None:
+    def _extend_mirror(self, entries: Sequence[StreamEntry]) -> None:
         with self._lock:
-            for row in rows:
-                idx = int(row["buffer_idx"])
-                if idx not in self._positions:
-                    self._positions[idx] = len(self.memory_stream)
-                    self.memory_stream.append(self._row_to_doc(row))
-            self._remember_locations(rows)
+            for entry in entries:
+                if entry.index not in self._positions:
+                    self._positions[entry.index] = len(self.memory_stream)
+                    self.memory_stream.append(self._entry_to_doc(entry))
 
-    def _mirror_needs(self, rows: Sequence[Mapping[str, Any]]) -> int | None:
-        """The first stream index to load when other writers extended the stream."""
+    def _mirror_needs(self, indexes: Sequence[int]) -> int | None:
+        """The first stream position to load when other writers extended the stream."""
         if not self.load_memory_stream:
             return None
         with self._lock:
-            missing = [int(r["buffer_idx"]) for r in rows
-                       if r.get("buffer_idx") is not None
-                       and int(r["buffer_idx"]) not in self._positions]
+            missing = [i for i in indexes if i not in self._positions]
             if not missing:
                 return None
-            known = max(self._positions, default=-1)
-            return min(min(missing), known + 1)
+            return min(min(missing), max(self._positions, default=-1) + 1)
+
+    def _sync_mirror(self, indexes: Sequence[int]) -> None:
+        start = self._mirror_needs(indexes)
+        if start is not None:
+            self._extend_mirror(self._stream.entries(start))
+
+    async def _async_sync_mirror(self, indexes: Sequence[int]) -> None:
+        start = self._mirror_needs(indexes)
+        if start is not None:
+            self._extend_mirror(await self._stream.aentries(start))
 
     # ------------------------------------------------------------------ scoring (upstream API)
     def _document_get_date(self, field: str, document: Document) -> datetime.datetime:
@@ -363,50 +370,54 @@ class TimeWeightedHindsightRetriever(BaseRetriever):
             score += vector_relevance
         return score
 
-    def _salient_query(self, vector: npt.NDArray[np.float32]) -> Plan[list[dict[str, Any]]]:
+    def _search_options(self) -> tuple[int, float | None, dict[str, Any]]:
         kwargs = dict(self.search_kwargs)
-        k = int(kwargs.pop("k", 4))
+        k = kwargs.pop("k", 4)
+        if not isinstance(k, int) or isinstance(k, bool) or k < 0:
+            raise ConfigurationError(f"search_kwargs['k'] must be a non-negative integer, "
+                                     f"got {k!r}")
         threshold = kwargs.pop("score_threshold", None)
         flt = kwargs.pop("filter", None)
         if flt is not None and not isinstance(flt, Mapping):
             raise ConfigurationError("search_kwargs['filter'] must be a dict of metadata "
                                      "equalities (callable filters are not supported)")
-        return tw.salient_plan(self.bank, vector, k, exact=self.exact_search,
-                               filter_json=json_dumps(dict(flt or {})),
-                               threshold=float(threshold) if threshold is not None else None)
+        return k, float(threshold) if threshold is not None else None, dict(flt or {})
 
-    def _salient_result(self, rows: list[dict[str, Any]]) -> dict[int, tuple[Document, float]]:
-        docs = self._materialise(rows)
-        return {int(r["buffer_idx"]): (d, float(r["relevance"])) for r, d in zip(rows, docs,
-                                                                                 strict=True)}
+    def _salient(self, entries: list[StreamEntry], threshold: float | None
+                 ) -> dict[int, tuple[Document, float]]:
+        docs = self._materialise(entries)
+        out: dict[int, tuple[Document, float]] = {}
+        for entry, doc in zip(entries, docs, strict=True):
+            assert entry.distance is not None
+            relevance = float(self._relevance.fn(entry.distance))
+            if threshold is None or relevance >= threshold:
+                out[entry.index] = (doc, relevance)
+        return out
 
     def get_salient_docs(self, query: str) -> dict[int, tuple[Document, float]]:
-        """``{buffer_idx: (document, relevance)}`` for the top ``search_kwargs["k"]`` memories by
-        cosine relevance to ``query``, best first (upstream signature)."""
-        rows = self.engine.run(self._salient_query(self._embed_query(query)))
-        self._sync_mirror(rows)
-        return self._salient_result(rows)
+        """``{buffer_idx: (document, relevance)}`` for the store's top ``search_kwargs["k"]``
+        memories for ``query``, nearest first, with the store's own relevance (upstream
+        signature)."""
+        k, threshold, flt = self._search_options()
+        rel = self._relevance
+        entries = self._stream.search(self._raw_query(query), k=k, metric=rel.metric,
+                                      normalise=rel.normalise, filter=flt)
+        self._sync_mirror([e.index for e in entries])
+        return self._salient(entries, threshold)
 
     async def aget_salient_docs(self, query: str) -> dict[int, tuple[Document, float]]:
         """Async twin of :meth:`get_salient_docs`."""
-        rows = await self.engine.arun(self._salient_query(await self._aembed_query(query)))
-        await self._async_sync_mirror(rows)
-        return self._salient_result(rows)
+        k, threshold, flt = self._search_options()
+        rel = self._relevance
+        entries = await self._stream.asearch(await self._araw_query(query), k=k,
+                                             metric=rel.metric, normalise=rel.normalise,
+                                             filter=flt)
+        await self._async_sync_mirror([e.index for e in entries])
+        return self._salient(entries, threshold)
 
-    def _sync_mirror(self, rows: Sequence[Mapping[str, Any]]) -> None:
-        start = self._mirror_needs(rows)
-        if start is not None:
-            self._extend_mirror(self.engine.run(tw.load_stream_plan(self.bank, start)))
-
-    async def _async_sync_mirror(self, rows: Sequence[Mapping[str, Any]]) -> None:
-        start = self._mirror_needs(rows)
-        if start is not None:
-            self._extend_mirror(await self.engine.arun(tw.load_stream_plan(self.bank, start)))
-
-    def _recent(self, rows: list[dict[str, Any]]) -> dict[int, tuple[Document, float | None]]:
-        docs = self._materialise(rows)
-        return {int(r["buffer_idx"]): (d, self.default_salience)
-                for r, d in zip(rows, docs, strict=True)}
+    def _recent(self, entries: list[StreamEntry]) -> dict[int, tuple[Document, float | None]]:
+        docs = self._materialise(entries)
+        return {e.index: (d, self.default_salience) for e, d in zip(entries, docs, strict=True)}
 
     def _rescore(self, docs_and_scores: Mapping[Any, tuple[Document, float | None]], k: int
                  ) -> tuple[list[Document], datetime.datetime]:
@@ -416,37 +427,30 @@ class TimeWeightedHindsightRetriever(BaseRetriever):
         rescored.sort(key=lambda x: x[1], reverse=True)  # stable: ties keep candidate order
         return [doc for doc, _ in rescored[:k]], current_time
 
-    def _touch(self, docs: Sequence[Document], current_time: datetime.datetime
-               ) -> Plan[None]:
-        ids: list[str] = []
-        chunks: list[str] = []
-        unknown: list[int] = []
+    def _accessed(self, docs: Sequence[Document], current_time: datetime.datetime
+                  ) -> list[int]:
+        indexes = []
         with self._lock:
             for doc in docs:
                 doc.metadata["last_accessed_at"] = current_time
                 idx = doc.metadata.get("buffer_idx")
-                where = self._locator.get(idx) if isinstance(idx, int) else None
-                if where is None:
-                    if isinstance(idx, int):
-                        unknown.append(idx)
-                elif where[1] is not None:
-                    chunks.append(where[1])
-                else:
-                    ids.append(where[0])
-        return tw.touch_plan(self.bank, to_aware(current_time)[0], ids, chunks, unknown)
+                if isinstance(idx, int):
+                    indexes.append(idx)
+        return indexes
 
     def _get_rescored_docs(self, docs_and_scores: Mapping[Any, tuple[Document, float | None]],
                            k: int | None = None) -> list[Document]:
         """Score, keep the best ``k``, and mark them accessed now (in the bank too)."""
         result, current_time = self._rescore(docs_and_scores, self.k if k is None else k)
-        self.engine.run(self._touch(result, current_time))
+        self._stream.touch(self._accessed(result, current_time), at=to_aware(current_time)[0])
         return result
 
     async def _aget_rescored_docs(self, docs_and_scores: Mapping[Any, tuple[Document,
                                                                             float | None]],
                                   k: int | None = None) -> list[Document]:
         result, current_time = self._rescore(docs_and_scores, self.k if k is None else k)
-        await self.engine.arun(self._touch(result, current_time))
+        await self._stream.atouch(self._accessed(result, current_time),
+                                  at=to_aware(current_time)[0])
         return result
 
     # ------------------------------------------------------------------ retrieval
@@ -465,9 +469,9 @@ class TimeWeightedHindsightRetriever(BaseRetriever):
             return []
         if self.scoring == "tempr":
             return self._tempr(query, k)
-        rows = self.engine.run(tw.recent_plan(self.bank, k))
-        self._sync_mirror(rows)
-        docs_and_scores = self._recent(rows)
+        entries = self._stream.recent(k)
+        self._sync_mirror([e.index for e in entries])
+        docs_and_scores = self._recent(entries)
         docs_and_scores.update(self.get_salient_docs(query))
         return self._get_rescored_docs(docs_and_scores, k)
 
@@ -481,53 +485,56 @@ class TimeWeightedHindsightRetriever(BaseRetriever):
             return []
         if self.scoring == "tempr":
             return await self._atempr(query, k)
-        rows = await self.engine.arun(tw.recent_plan(self.bank, k))
-        await self._async_sync_mirror(rows)
-        docs_and_scores = self._recent(rows)
+        entries = await self._stream.arecent(k)
+        await self._async_sync_mirror([e.index for e in entries])
+        docs_and_scores = self._recent(entries)
         docs_and_scores.update(await self.aget_salient_docs(query))
         return await self._aget_rescored_docs(docs_and_scores, k)
 
     # ------------------------------------------------------------------ scoring="tempr"
     def _recall_kwargs(self) -> dict[str, Any]:
-        return {"bank": self.bank, "budget": self.budget, "max_tokens": self.max_tokens}
+        return {"bank": self._stream.bank, "budget": self.budget, "max_tokens": self.max_tokens}
 
-    def _tempr_rank(self, recalled: Sequence[Any], rows: list[dict[str, Any]], k: int
+    def _tempr_rank(self, recalled: Sequence[Any], entries: list[StreamEntry], k: int
                     ) -> tuple[list[Document], datetime.datetime]:
-        by_id = {r["id"]: r for r in rows}
+        by_id = {e.memory_id: e for e in entries}
         current_time = _now()
         order = [m for m in recalled if m.id in by_id]
         docs = self._materialise([by_id[m.id] for m in order])
-        scored = []
+        best: dict[int, tuple[Document, float]] = {}
         for memory, doc in zip(order, docs, strict=True):
             hours = _get_hours_passed(current_time,
                                       self._document_get_date("last_accessed_at", doc))
-            scored.append((doc, float(memory.score) * (1.0 - self.decay_rate) ** hours))
-        scored.sort(key=lambda x: x[1], reverse=True)
+            score = float(memory.score) * (1.0 - self.decay_rate) ** hours
+            idx = doc.metadata["buffer_idx"]
+            if idx not in best or best[idx][1] < score:
+                best[idx] = (doc, score)
+        scored = sorted(best.values(), key=lambda x: x[1], reverse=True)
         return [doc for doc, _ in scored[:k]], current_time
 
     def _tempr(self, query: str, k: int) -> list[Document]:
         result = self.engine.recall(query, **self._recall_kwargs())
-        rows = self.engine.run(tw.rows_by_id_plan(self.bank, [m.id for m in result.memories]))
-        docs, now = self._tempr_rank(result.memories, rows, k)
-        self.engine.run(self._touch(docs, now))
+        entries = self._stream.by_ids([m.id for m in result.memories])
+        docs, now = self._tempr_rank(result.memories, entries, k)
+        self._stream.touch(self._accessed(docs, now), at=to_aware(now)[0])
         return docs
 
     async def _atempr(self, query: str, k: int) -> list[Document]:
         result = await self.engine.arecall(query, **self._recall_kwargs())
-        rows = await self.engine.arun(tw.rows_by_id_plan(self.bank,
-                                                         [m.id for m in result.memories]))
-        docs, now = self._tempr_rank(result.memories, rows, k)
-        await self.engine.arun(self._touch(docs, now))
+        entries = await self._stream.aby_ids([m.id for m in result.memories])
+        docs, now = self._tempr_rank(result.memories, entries, k)
+        await self._stream.atouch(self._accessed(docs, now), at=to_aware(now)[0])
         return docs
 
     # ------------------------------------------------------------------ writing
     def _prepare(self, documents: Sequence[Document], current_time: Any,
-                 ids: Sequence[str | None] | None, vectors: list[npt.NDArray[np.float32]] | None,
-                 keep_objects: bool
+                 ids: Sequence[str | None] | None, keep_objects: bool
                  ) -> tuple[list[Document], list[MemoryItem], list[datetime.datetime],
                             list[datetime.datetime]]:
         if current_time is None:
             current_time = _now()
+        if ids is not None and len(ids) != len(documents):
+            raise ConfigurationError(f"ids has {len(ids)} values for {len(documents)} documents")
         copies = list(documents) if keep_objects else [copy.deepcopy(d) for d in documents]
         items: list[MemoryItem] = []
         accessed: list[datetime.datetime] = []
@@ -559,74 +566,87 @@ class TimeWeightedHindsightRetriever(BaseRetriever):
             if doc.page_content != doc.page_content.strip():
                 internal["content"] = doc.page_content
             stored[_INTERNAL] = internal
-            stored[_PENDING] = i
-            vector = vectors[i] if vectors is not None else None
-            items.append(MemoryItem(text=doc.page_content, metadata=stored, mentioned_at=ca,
-                                    embedding=vector.tolist() if vector is not None else None))
+            items.append(MemoryItem(text=doc.page_content, metadata=stored, mentioned_at=ca))
             accessed.append(la)
             created.append(ca)
         return copies, items, accessed, created
 
-    def _add_flow(self, items: list[MemoryItem], la: list[datetime.datetime],
-                  ca: list[datetime.datetime],
-                  vectors: list[npt.NDArray[np.float32]] | None) -> Plan[tuple[int, list[str]]]:
-        # One transaction: lock the bank's stream, retain, then number the new entries.
-        yield tw.Query(tw.LOCK, {"key": tw.lock_key(self.bank)}, fetch="one")
-        ids: list[str] = yield from self.engine.retain_plan(items, bank=self.bank)
-        result: tuple[int, list[str]] = yield from tw.finalise_plan(
-            self.bank, ids, la, ca, lambda rel: vectors[rel] if vectors is not None else None,
-            lock=False)
-        return result
-
-    def _commit(self, copies: list[Document], base: int, memory_ids: list[str]) -> list[str]:
+    def _number(self, copies: list[Document], appended: StreamAppend) -> list[str]:
+        """Give the copies their ``buffer_idx``; return the ids for the vector store (the
+        document's own id, else its memory id)."""
         out = []
+        for i, (doc, memory_id) in enumerate(zip(copies, appended.memory_ids, strict=True)):
+            doc.metadata["buffer_idx"] = appended.base + i
+            out.append(doc.id if doc.id is not None else memory_id)
+        return out
+
+    def _mirror(self, copies: list[Document], base: int) -> None:
+        """Append the added documents themselves to ``memory_stream`` (as upstream); when
+        other writers extended the stream meanwhile, the caller reloads the tail instead."""
         with self._lock:
-            for i, (doc, memory_id) in enumerate(zip(copies, memory_ids, strict=True)):
-                idx = base + i
-                doc.metadata["buffer_idx"] = idx
-                if doc.id is None:
-                    doc.id = memory_id
-                out.append(doc.id)
-                self._locator[idx] = (memory_id, None)
             if self.load_memory_stream and base == (max(self._positions) + 1
                                                     if self._positions else 0):
                 for i, doc in enumerate(copies):
                     self._positions[base + i] = len(self.memory_stream)
                     self.memory_stream.append(doc)
-        # Otherwise other writers extended the stream meanwhile: the caller reloads the tail.
-        return out
 
-    def _add(self, documents: Sequence[Document], current_time: Any, keep_objects: bool = False,
-             ids: Sequence[str | None] | None = None) -> list[str]:
+    def _store_kwargs(self, kwargs: Mapping[str, Any], ids: list[str]) -> dict[str, Any]:
+        forwarded = {k: v for k, v in kwargs.items() if k != "ids"}
+        forwarded["ids"] = ids
+        return forwarded
+
+    def _add(self, documents: Sequence[Document], kwargs: Mapping[str, Any], *,
+             keep_objects: bool = False, to_store: bool = True) -> list[str]:
         if not documents:
             return []
-        vectors = self._embed_documents([d.page_content for d in documents])
-        copies, items, la, ca = self._prepare(documents, current_time, ids, vectors, keep_objects)
-        base, memory_ids = self.engine.run(self._add_flow(items, la, ca, vectors))
-        out = self._commit(copies, base, memory_ids)
-        self._sync_mirror([{"buffer_idx": base + len(copies) - 1}])
-        return out
+        copies, items, la, ca = self._prepare(documents, kwargs.get("current_time"),
+                                              kwargs.get("ids"), keep_objects)
+        vectors = self._raw_documents([d.page_content for d in copies])
+        appended = self._stream.append(items, accessed_at=la, created_at=ca,
+                                       vectors=list(vectors))
+        ids = self._number(copies, appended)
+        if to_store and self.vectorstore is not None:
+            try:
+                self.vectorstore.add_documents(copies, **self._store_kwargs(kwargs, ids))
+            except BaseException:
+                self._stream.delete(appended.indexes)  # all or nothing, as one add
+                raise
+        self._mirror(copies, appended.base)
+        self._sync_mirror([appended.base + len(copies) - 1])
+        return ids
 
     def add_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:
-        """Add documents to the stream (and the bank); return their ids.
+        """Add documents to the stream and to the vector store; return their ids.
 
         As upstream: inputs are not mutated; ``last_accessed_at`` / ``created_at`` default to
-        ``kwargs["current_time"]`` or now; ``buffer_idx`` is the position in the stream. Also
-        accepts epoch floats, ISO strings and aware datetimes for those two keys, and ``ids=``.
+        ``kwargs["current_time"]`` or now; ``buffer_idx`` is the position in the stream; the
+        store gets the same documents (and ``kwargs``) with ``ids=`` the returned ids (the
+        documents' own, else their memory ids). Also accepts epoch floats, ISO strings and
+        aware datetimes for the two timestamps. A store that fails leaves the stream as it
+        was.
         """
-        return self._add(documents, kwargs.get("current_time"), ids=kwargs.get("ids"))
+        return self._add(documents, kwargs)
 
     async def aadd_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:
         """Async twin of :meth:`add_documents`."""
         if not documents:
             return []
-        vectors = await self._aembed_documents([d.page_content for d in documents])
         copies, items, la, ca = self._prepare(documents, kwargs.get("current_time"),
-                                              kwargs.get("ids"), vectors, False)
-        base, memory_ids = await self.engine.arun(self._add_flow(items, la, ca, vectors))
-        out = self._commit(copies, base, memory_ids)
-        await self._async_sync_mirror([{"buffer_idx": base + len(copies) - 1}])
-        return out
+                                              kwargs.get("ids"), False)
+        vectors = await self._araw_documents([d.page_content for d in copies])
+        appended = await self._stream.aappend(items, accessed_at=la, created_at=ca,
+                                              vectors=list(vectors))
+        ids = self._number(copies, appended)
+        if self.vectorstore is not None:
+            try:
+                await self.vectorstore.aadd_documents(copies,
+                                                      **self._store_kwargs(kwargs, ids))
+            except BaseException:
+                await self._stream.adelete(appended.indexes)
+                raise
+        self._mirror(copies, appended.base)
+        await self._async_sync_mirror([appended.base + len(copies) - 1])
+        return ids
 
     # ------------------------------------------------------------------ old names
     def get_relevant_documents(self, query: str, *, callbacks: Callbacks = None,
@@ -656,9 +676,10 @@ class TimeWeightedHindsightRetriever(BaseRetriever):
 
     def _get_ls_params(self, **kwargs: Any) -> LangSmithRetrieverParams:
         params = super()._get_ls_params(**kwargs)
-        params["ls_vector_store_provider"] = "HindsightPostgres"
-        emb = self._custom_embeddings()
-        params["ls_embedding_provider"] = (type(emb).__name__ if emb is not None
-                                           else type(self.engine.embedder).__name__)
+        params["ls_vector_store_provider"] = (type(self.vectorstore).__name__
+                                              if self.vectorstore is not None
+                                              else "HindsightPostgres")
+        embedder = self.engine.embedder
+        params["ls_embedding_provider"] = type(getattr(embedder, "wrapped", embedder)).__name__
+        params["ls_embedding_model"] = embedder.model_name
         return params
-

@@ -111,6 +111,14 @@ def nodes_to_items(nodes: object) -> tuple[list[MemoryItem], list[str]]:
     return items, [n.id_ for n in nodes]
 
 
+def _explicit_embed_model() -> Any:
+    """``Settings.embed_model`` if the user set it; reading the property otherwise resolves
+    LlamaIndex's default (OpenAI), which is not ours to pick."""
+    from llama_index.core import Settings
+
+    return getattr(Settings, "_embed_model", None)
+
+
 class HindsightRetriever(BaseRetriever):
     """TEMPR recall over a memory bank, as a LlamaIndex retriever.
 
@@ -126,6 +134,8 @@ class HindsightRetriever(BaseRetriever):
             memories pass too, ``"any_strict"``/``"all_strict"`` keep tagged ones only,
             ``"exact"`` wants the same set.
         progress: progress bar on long inserts (``None``: on a terminal only).
+        embed_model: your own embedding model (any LlamaIndex ``BaseEmbedding``); by default
+            ``Settings.embed_model`` when it was set explicitly, else the engine's model.
         options: any other :class:`~shared_core.recall.options.RecallOptions` field (``bank``,
             ``max_tokens``, ``budget``, ``types``, ``tags_match``, ``include_chunks``,
             ``reranker``, ...), validated here. Unknown names are a ``TypeError``.
@@ -144,7 +154,8 @@ class HindsightRetriever(BaseRetriever):
     def __init__(self, engine: MemoryEngine | AsyncMemoryEngine | None = None, *,
                  dsn: str | None = None, similarity_top_k: int = DEFAULT_SIMILARITY_TOP_K,
                  filters: MetadataFilters | None = None, memory_tags: Sequence[str] | None = None,
-                 progress: bool | None = None, callback_manager: CallbackManager | None = None,
+                 progress: bool | None = None, embed_model: Any = None,
+                 callback_manager: CallbackManager | None = None,
                  object_map: dict[str, Any] | None = None, objects: list[IndexNode] | None = None,
                  verbose: bool = False, **options: Unpack[RecallKwargs]) -> None:
         if isinstance(similarity_top_k, bool) or not isinstance(similarity_top_k, int) \
@@ -159,7 +170,8 @@ class HindsightRetriever(BaseRetriever):
         fields: dict[str, Any] = {**options, "tags": memory_tags, "filter": self.filter_tree,
                                   "k": similarity_top_k}
         self.options = RecallOptions(**fields)
-        self._handle: EngineHandle = resolve_engine(engine, dsn)
+        self._handle: EngineHandle = resolve_engine(
+            engine, dsn, embed_model if embed_model is not None else _explicit_embed_model())
         self.similarity_top_k = similarity_top_k
         self.filters = filters
         self.progress = progress

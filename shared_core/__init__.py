@@ -9,7 +9,10 @@ from shared_core.config import EngineConfig
 from shared_core.engine import AsyncMemoryEngine, BankInfo, BankStats, MemoryEngine
 from shared_core.errors import (
     ConfigurationError,
+    DatabaseError,
+    DatabaseUnavailableError,
     DimensionMismatchError,
+    EmbeddingModelMismatchError,
     ExtensionUnavailableError,
     HindsightError,
     InvalidItemError,
@@ -38,7 +41,10 @@ __all__ = [
     "BankInfo",
     "BankStats",
     "ConfigurationError",
+    "DatabaseError",
+    "DatabaseUnavailableError",
     "DimensionMismatchError",
+    "EmbeddingModelMismatchError",
     "EngineConfig",
     "ExtensionUnavailableError",
     "HindsightError",

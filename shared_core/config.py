@@ -22,6 +22,9 @@ DEFAULT_EMBEDDED_SHARED_BUFFERS_MIN_MB: Final = 128
 DEFAULT_EMBEDDED_SHARED_BUFFERS_MAX_MB: Final = 1024
 DEFAULT_POOL_MIN_SIZE: Final = 1
 DEFAULT_POOL_MAX_SIZE: Final = 8
+# Seconds to wait for the database (a new connection, or a free pooled one) before a call fails
+# with DatabaseUnavailableError. Seconds, not psycopg_pool's 30: an outage should surface fast.
+DEFAULT_CONNECT_TIMEOUT_S: Final = 5.0
 DEFAULT_TS_CONFIG: Final = "english"
 
 # --- retain -------------------------------------------------------------------------------------
@@ -52,6 +55,13 @@ ADAPTIVE_BUDGET_RATIOS: Final = {"low": 0.025, "mid": 0.075, "high": 0.25}
 ADAPTIVE_BUDGET_MIN: Final = 20
 ADAPTIVE_BUDGET_MAX: Final = 2000
 DEFAULT_SEMANTIC_MIN_SIMILARITY: Final = 0.3
+# The cosine cuts (semantic, graph seeds, temporal) are on all-MiniLM-L6-v2's scale; other
+# models spread cosines differently (some put every pair below 0.3). For a model not listed
+# here, the semantic arm keeps hits at least this fraction of the query's best similarity,
+# and the graph-seed and temporal cuts are off. Not tuned on data: half the best is a
+# conservative cut that keeps the near ties and drops the clearly unrelated.
+DEFAULT_CALIBRATED_MODELS: Final = ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")
+DEFAULT_RELATIVE_SEMANTIC_CUT: Final = 0.5
 DEFAULT_GRAPH_SEED_LIMIT: Final = 20
 DEFAULT_GRAPH_SEED_MIN_SIMILARITY: Final = 0.3
 DEFAULT_GRAPH_PER_ENTITY_LIMIT: Final = 200
@@ -134,6 +144,7 @@ class EngineConfig:
     ts_config: str = DEFAULT_TS_CONFIG
     pool_min_size: int = DEFAULT_POOL_MIN_SIZE
     pool_max_size: int = DEFAULT_POOL_MAX_SIZE
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S
     unit_max_tokens: int = DEFAULT_UNIT_MAX_TOKENS
     sentence_window_tokens: int = DEFAULT_SENTENCE_WINDOW_TOKENS
     progress_threshold: int = DEFAULT_PROGRESS_THRESHOLD
@@ -151,6 +162,12 @@ class EngineConfig:
     recall: RecallSettings = field(default_factory=_default_recall_settings)
 
     def __post_init__(self) -> None:
+        if isinstance(self.connect_timeout, bool) or not isinstance(self.connect_timeout, int | float) \
+                or not 0 < self.connect_timeout < float("inf"):
+            from shared_core.errors import ConfigurationError
+
+            raise ConfigurationError(
+                f"connect_timeout must be a positive number of seconds, got {self.connect_timeout!r}")
         # The keyword arm must parse queries with the configuration retain indexed with.
         if self.recall.ts_config != self.ts_config:
             import dataclasses

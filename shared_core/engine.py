@@ -16,7 +16,10 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime as _dt
+import functools
+import math
 import warnings
+import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +31,8 @@ import psycopg
 from typing_extensions import Unpack
 
 from shared_core.config import DEFAULT_BANK, EngineConfig
-from shared_core.errors import ConfigurationError, DimensionMismatchError
+from shared_core.embedding_adapters import as_embedder, wraps_same_model
+from shared_core.errors import ConfigurationError, check_bank_embedder
 from shared_core.models import Models
 from shared_core.protocols import DateParser, Embedder, EntityExtractor, TokenCounter
 from shared_core.recall.options import RecallKwargs, RecallOptions, RerankerSpec
@@ -36,12 +40,14 @@ from shared_core.recall.pipeline import RecallContext, recall_plan
 from shared_core.recall.rerank import Reranker
 from shared_core.recall.settings import RecallSettings
 from shared_core.retain.flow import RetainContext, retain_flow
-from shared_core.schema import apply_migrations, ensure_extensions, schema_dimension, schema_model
+from shared_core.schema import apply_migrations, ensure_extensions, schema_dimension
 from shared_core.server import acquire_embedded, normalise_dsn, release_embedded
 from shared_core.storage import documents, queries
+from shared_core.storage.dimensions import ensure_dimension
 from shared_core.storage.documents import StoredDocument
 from shared_core.storage.plan import Plan
 from shared_core.storage.pools import Pools
+from shared_core.storage.stream import MemoryStream, bank_plan
 from shared_core.types import MemoryRecord, RecallResult, check_bank
 
 if TYPE_CHECKING:
@@ -93,6 +99,45 @@ def _checked_dsn(dsn: str) -> str:
     return dsn
 
 
+def _bootstrap(dsn: str, models: Models, connect_timeout: float) -> None:
+    """Create the extensions and migrate the schema (once per engine, before its pools open)."""
+    dimension = models.embedder.dimension
+    try:
+        with psycopg.connect(dsn, autocommit=True,
+                             connect_timeout=max(2, math.ceil(connect_timeout))) as conn:
+            ensure_extensions(conn)
+            # Banks of any dimension share the schema (migration 0006); a database made
+            # before it first gets HNSW indexes for the dimension it was created with.
+            existing = schema_dimension(conn)
+            conn.autocommit = False
+            apply_migrations(conn, dimension=existing or dimension)
+            for size in {existing or dimension, dimension}:
+                ensure_dimension(conn, size)
+    except psycopg.OperationalError as exc:
+        raise ConfigurationError(f"cannot connect to Postgres at {safe_dsn(dsn)}: {exc}"
+                                 ) from exc
+
+
+def _release(pools: Pools, embedded_path: Path | None) -> None:
+    """Close an engine's connections and release its embedded server (``close``, or the
+    finaliser of an engine nobody closed)."""
+    try:
+        pools.close()
+    finally:
+        if embedded_path is not None:
+            release_embedded(embedded_path)
+
+
+def safe_dsn(dsn: str) -> str:
+    """``dsn`` without its password, to show in messages."""
+    try:
+        info = psycopg.conninfo.conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError:
+        return "<unparseable dsn>"
+    info.pop("password", None)
+    return " ".join(f"{k}={v}" for k, v in info.items() if v is not None)
+
+
 def _utcnow() -> _dt.datetime:
     # Looked up through the module at call time so langchain's mock_now applies.
     now = _dt.datetime.now(_dt.UTC)
@@ -107,6 +152,10 @@ class MemoryEngine:
             starts (or reuses) the embedded PostgreSQL 18 + pgvector server.
         data_dir: the embedded server's data directory (default: the user data dir).
         embedder: an :class:`~shared_core.protocols.Embedder` (default all-MiniLM-L6-v2).
+        embeddings: your own embedding model instead: any LangChain ``Embeddings``, LlamaIndex
+            ``BaseEmbedding`` or ``text -> vector`` function (see
+            :mod:`shared_core.embedding_adapters`). Banks remember their model: a bank written
+            with another model or dimension raises a typed error, never a silent mix.
         token_counter: a :class:`~shared_core.protocols.TokenCounter` (default cl100k_base).
         date_parser: a :class:`~shared_core.protocols.DateParser` (default Duckling).
         entity_extractor: an :class:`~shared_core.protocols.EntityExtractor` (default spaCy).
@@ -124,7 +173,10 @@ class MemoryEngine:
                  date_parser: DateParser | None = None,
                  entity_extractor: EntityExtractor | None = None,
                  reranker: RerankerSpec | None = None,
-                 config: EngineConfig | None = None) -> None:
+                 config: EngineConfig | None = None, embeddings: Any = None) -> None:
+        if embedder is not None and embeddings is not None:
+            raise ConfigurationError("pass either embedder= or embeddings=, not both")
+        given = embedder if embedder is not None else embeddings
         self.config = config or EngineConfig()
         self._embedded_path: Path | None = None
         if dsn is None:
@@ -133,14 +185,21 @@ class MemoryEngine:
             if data_dir is not None:
                 raise ConfigurationError("pass either dsn= or data_dir= (embedded), not both")
             self.dsn = _checked_dsn(normalise_dsn(dsn))
-        self.models = Models(embedder=embedder, token_counter=token_counter,
+        self.models = Models(embedder=as_embedder(given) if given is not None else None,
+                             token_counter=token_counter,
                              date_parser=date_parser, entity_extractor=entity_extractor,
                              freeze_gc_after_load=self.config.freeze_gc_after_load)
         self._reranker = reranker
         cfg = self.config
-        self._pools = Pools(self.dsn, bootstrap=self._bootstrap, min_size=cfg.pool_min_size,
+        # The pools and the finaliser must not hold the engine: an engine nobody closed is then
+        # collected, and its finaliser closes the connections and releases the server.
+        bootstrap = functools.partial(_bootstrap, self.dsn, self.models, cfg.connect_timeout)
+        self._pools = Pools(self.dsn, bootstrap=bootstrap, min_size=cfg.pool_min_size,
                             max_size=cfg.pool_max_size, ef_search=cfg.hnsw_ef_search,
-                            max_scan_tuples=cfg.hnsw_max_scan_tuples)
+                            max_scan_tuples=cfg.hnsw_max_scan_tuples,
+                            connect_timeout=cfg.connect_timeout)
+        self._finalizer = weakref.finalize(self, _release, self._pools, self._embedded_path)
+        self._checked_banks: set[str] = set()
         self._closed = False
 
     # ---------------------------------------------------------------- components
@@ -151,6 +210,25 @@ class MemoryEngine:
     @property
     def token_counter(self) -> TokenCounter:
         return self.models.token_counter
+
+    def uses_embeddings(self, embeddings: Any) -> bool:
+        """Whether this engine embeds with ``embeddings`` (the object given as ``embedder=`` /
+        ``embeddings=``, or wrapped from it), without loading the default model."""
+        return wraps_same_model(self.models.current_embedder, embeddings)
+
+    def with_embedder(self, embeddings: Any) -> MemoryEngine:
+        """A new engine on the same database, configuration and models, embedding with
+        ``embeddings`` (an ``Embedder``, LangChain ``Embeddings``, LlamaIndex ``BaseEmbedding``
+        or function). It has its own pools: close it when done (this engine stays open, and
+        must outlive it when it runs the embedded server).
+
+        >>> with engine.with_embedder(OpenAIEmbeddings()) as openai_engine:  # doctest: +SKIP
+        ...     openai_engine.retain(["..."], bank="openai-bank")
+        """
+        twin = MemoryEngine(self.dsn, embedder=as_embedder(embeddings),
+                            reranker=self._reranker, config=self.config)
+        twin.models = self.models.sharing(embedder=twin.models.embedder)
+        return twin
 
     @property
     def date_parser(self) -> DateParser | None:
@@ -172,22 +250,6 @@ class MemoryEngine:
         self.config = dataclasses.replace(self.config, recall=settings)
 
     # ---------------------------------------------------------------- lifecycle
-    def _bootstrap(self) -> None:
-        dimension = self.embedder.dimension
-        try:
-            with psycopg.connect(self.dsn, autocommit=True) as conn:
-                ensure_extensions(conn)
-                existing = schema_dimension(conn)
-                if existing is not None and existing != dimension:
-                    raise DimensionMismatchError(
-                        bank=None, bank_model=schema_model(conn), bank_dimension=existing,
-                        embedder_model=self.embedder.model_name, embedder_dimension=dimension)
-                conn.autocommit = False
-                apply_migrations(conn, dimension=dimension)
-        except psycopg.OperationalError as exc:
-            raise ConfigurationError(f"cannot connect to Postgres at {self._safe_dsn()}: {exc}"
-                                     ) from exc
-
     def run(self, plan: Plan[T]) -> T:
         """Run a sans-I/O plan (see :mod:`shared_core.storage.plan`) in one transaction.
 
@@ -205,9 +267,7 @@ class MemoryEngine:
         if self._closed:
             return
         self._closed = True
-        self._pools.close()
-        if self._embedded_path is not None:
-            release_embedded(self._embedded_path)
+        self._finalizer()
 
     async def aclose(self) -> None:
         """Async twin of :meth:`close`."""
@@ -232,12 +292,7 @@ class MemoryEngine:
                           ResourceWarning, stacklevel=1)
 
     def _safe_dsn(self) -> str:
-        try:
-            info = psycopg.conninfo.conninfo_to_dict(self.dsn)
-        except psycopg.ProgrammingError:
-            return "<unparseable dsn>"
-        info.pop("password", None)
-        return " ".join(f"{k}={v}" for k, v in info.items() if v is not None)
+        return safe_dsn(self.dsn)
 
     def __repr__(self) -> str:
         where = f"embedded at {self._embedded_path}" if self._embedded_path else self._safe_dsn()
@@ -291,7 +346,7 @@ class MemoryEngine:
             embed_query=self.embedder.embed_query,
             parse_query_dates=parser.parse_query_dates if parser is not None else None,
             counter=self.token_counter, reranker=Reranker.from_spec(spec),
-            settings=self.config.recall, now=_utcnow)
+            settings=self.config.recall.for_model(self.embedder.model_name), now=_utcnow)
 
     def recall(self, query: str, **options: Unpack[RecallKwargs]) -> RecallResult:
         """Recall the memories of ``bank`` that answer ``query``, best first.
@@ -313,22 +368,40 @@ class MemoryEngine:
         'Alice works at Google as a software engineer in Zurich.'
         """
         opts = RecallOptions(**options)
-        return self.run(recall_plan(self.recall_context(opts.reranker), query, opts))
+        context = self.recall_context(opts.reranker)
+        return self._pools.run_read(lambda: self._checked_recall(context, query, opts))
 
     async def arecall(self, query: str, **options: Unpack[RecallKwargs]) -> RecallResult:
         """Async twin of :meth:`recall`."""
         opts = RecallOptions(**options)
         context = await asyncio.to_thread(self.recall_context, opts.reranker)
-        return await self.arun(recall_plan(context, query, opts))
+        return await self._pools.arun_read(lambda: self._checked_recall(context, query, opts))
+
+    def _checked_recall(self, context: RecallContext, query: str, opts: RecallOptions
+                        ) -> Plan[RecallResult]:
+        # A bank written by another model (or dimension) raises, naming both, instead of
+        # ranking by noise (or finding nothing); checked once per bank and engine.
+        if opts.bank not in self._checked_banks:
+            row = yield from bank_plan(opts.bank)
+            if row is not None:
+                embedder = self.embedder
+                check_bank_embedder(opts.bank, row["embedding_model"],
+                                    row["embedding_dimension"], embedder.model_name,
+                                    embedder.dimension)
+                self._checked_banks.add(opts.bank)
+        result: RecallResult = yield from recall_plan(context, query, opts)
+        return result
 
     # ---------------------------------------------------------------- read / delete
     def get(self, memory_id: str, *, bank: str = DEFAULT_BANK) -> MemoryRecord | None:
         """The memory with this id in ``bank``, or None."""
-        return self.run(queries.get_plan(check_bank(bank), memory_id))
+        bank = check_bank(bank)
+        return self._pools.run_read(lambda: queries.get_plan(bank, memory_id))
 
     async def aget(self, memory_id: str, *, bank: str = DEFAULT_BANK) -> MemoryRecord | None:
         """Async twin of :meth:`get`."""
-        return await self.arun(queries.get_plan(check_bank(bank), memory_id))
+        bank = check_bank(bank)
+        return await self._pools.arun_read(lambda: queries.get_plan(bank, memory_id))
 
     def delete(self, ids: Sequence[str] | None = None, *, bank: str = DEFAULT_BANK,
                document_id: str | None = None) -> int:
@@ -371,19 +444,29 @@ class MemoryEngine:
 
     def banks(self) -> list[BankInfo]:
         """Every bank in the database."""
-        return [BankInfo(**row) for row in self.run(queries.banks_plan())]
+        return [BankInfo(**row) for row in self._pools.run_read(queries.banks_plan)]
 
     async def abanks(self) -> list[BankInfo]:
         """Async twin of :meth:`banks`."""
-        return [BankInfo(**row) for row in await self.arun(queries.banks_plan())]
+        return [BankInfo(**row) for row in await self._pools.arun_read(queries.banks_plan)]
+
+    def stream(self, bank: str | None = None) -> MemoryStream:
+        """The memory stream of ``bank`` (its memories in the order added, with access times;
+        see :mod:`shared_core.storage.stream`); ``None``: a new private bank that
+        :meth:`MemoryStream.drop` removes. Sync and ``a``-prefixed async methods."""
+        if bank is None:
+            return MemoryStream.private(self)
+        return MemoryStream(self, check_bank(bank))
 
     def stats(self, bank: str = DEFAULT_BANK) -> BankStats:
         """Row counts for ``bank`` (zeros for a bank that does not exist)."""
-        return BankStats(**self.run(queries.stats_plan(check_bank(bank))))
+        bank = check_bank(bank)
+        return BankStats(**self._pools.run_read(lambda: queries.stats_plan(bank)))
 
     async def astats(self, bank: str = DEFAULT_BANK) -> BankStats:
         """Async twin of :meth:`stats`."""
-        return BankStats(**await self.arun(queries.stats_plan(check_bank(bank))))
+        bank = check_bank(bank)
+        return BankStats(**await self._pools.arun_read(lambda: queries.stats_plan(bank)))
 
 
 class AsyncMemoryEngine:
@@ -435,6 +518,10 @@ class AsyncMemoryEngine:
     async def stats(self, bank: str = DEFAULT_BANK) -> BankStats:
         """See :meth:`MemoryEngine.stats`."""
         return await self.sync.astats(bank)
+
+    def stream(self, bank: str | None = None) -> MemoryStream:
+        """See :meth:`MemoryEngine.stream` (use its ``a``-prefixed methods)."""
+        return self.sync.stream(bank)
 
     async def close(self) -> None:
         await self.sync.aclose()

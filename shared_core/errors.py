@@ -7,13 +7,16 @@ catch one type. The tree::
     ├── ConfigurationError          bad engine or call configuration (unknown budget, bad DSN, ...)
     │   └── ExtensionUnavailableError   pgvector (or another extension) cannot be created on the server
     ├── SchemaError                 the database schema is not what this version expects
-    │   └── DimensionMismatchError      a bank's embedding dimension differs from the embedder's
+    │   ├── DimensionMismatchError      a bank's embedding dimension differs from the embedder's
+    │   └── EmbeddingModelMismatchError a bank was written by another embedding model
     ├── InvalidItemError            an item passed to ``retain`` is malformed (carries its index)
     │   └── FactExtractionError         an LLM's reply cannot be read as facts
     ├── InvalidQueryError           a recall query or its options are malformed
     │   ├── InvalidTimeWindowError      a time window whose end is before its start, or naive bounds
     │   └── InvalidOptionError          one recall option is malformed (carries its name)
-    └── ModelUnavailableError       a required model could not be loaded offline
+    ├── ModelUnavailableError       a required model could not be loaded offline
+    └── DatabaseError               the database failed a call (carries the SQLSTATE, if any)
+        └── DatabaseUnavailableError    the server cannot be reached or went away: retry later
 """
 
 from __future__ import annotations
@@ -22,7 +25,10 @@ _REPLY_EXCERPT_CHARS = 200
 
 __all__ = [
     "ConfigurationError",
+    "DatabaseError",
+    "DatabaseUnavailableError",
     "DimensionMismatchError",
+    "EmbeddingModelMismatchError",
     "ExtensionUnavailableError",
     "FactExtractionError",
     "HindsightError",
@@ -67,6 +73,35 @@ class DimensionMismatchError(SchemaError, ValueError):
             f"but the embedder {embedder_model!r} produces {embedder_dimension} dimensions; "
             f"{fix}"
         )
+
+
+class EmbeddingModelMismatchError(SchemaError, ValueError):
+    """A bank's memories were embedded by another model (of the same dimension): comparing
+    its vectors with this embedder's would rank by noise."""
+
+    def __init__(self, *, bank: str, bank_model: str, embedder_model: str,
+                 dimension: int) -> None:
+        self.bank = bank
+        self.bank_model = bank_model
+        self.embedder_model = embedder_model
+        super().__init__(
+            f"bank {bank!r} stores {dimension}-dimensional embeddings from {bank_model!r}, but "
+            f"the embedder is {embedder_model!r}; use the bank's model or another bank")
+
+
+def check_bank_embedder(bank: str, bank_model: str, bank_dimension: int, embedder_model: str,
+                        embedder_dimension: int) -> None:
+    """Raise the typed error naming both when a bank's model or dimension is not the
+    embedder's (never a silent mix)."""
+    if int(bank_dimension) != int(embedder_dimension):
+        raise DimensionMismatchError(bank=bank, bank_model=bank_model,
+                                     bank_dimension=int(bank_dimension),
+                                     embedder_model=embedder_model,
+                                     embedder_dimension=int(embedder_dimension))
+    if bank_model != embedder_model:
+        raise EmbeddingModelMismatchError(bank=bank, bank_model=bank_model,
+                                          embedder_model=embedder_model,
+                                          dimension=int(bank_dimension))
 
 
 class InvalidItemError(HindsightError, ValueError):
@@ -118,3 +153,25 @@ class InvalidOptionError(InvalidQueryError):
 
 class ModelUnavailableError(HindsightError, RuntimeError):
     """A required model could not be loaded from local files."""
+
+
+class DatabaseError(HindsightError, RuntimeError):
+    """The database failed a call for a reason that is not the caller's input.
+
+    ``sqlstate`` is Postgres' error code when the server sent one. Nothing of the failed call
+    was written (every call is one transaction).
+    """
+
+    retryable: bool = False
+
+    def __init__(self, message: str, *, sqlstate: str | None = None) -> None:
+        self.sqlstate = sqlstate
+        super().__init__(message)
+
+
+class DatabaseUnavailableError(DatabaseError):
+    """The server could not be reached within the connect timeout, or went away mid-call
+    (restart, failover, network). Nothing of the failed call was written; it is safe to retry.
+    """
+
+    retryable = True

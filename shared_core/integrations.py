@@ -57,10 +57,23 @@ class EngineHandle:
             self.engine.close()
 
 
-def resolve_engine(engine: MemoryEngine | AsyncMemoryEngine | None, dsn: str | None) -> EngineHandle:
-    """``engine=`` wins; else ``dsn=`` opens an engine on that server; else the embedded one."""
+def resolve_engine(engine: MemoryEngine | AsyncMemoryEngine | None, dsn: str | None,
+                   embeddings: Any = None) -> EngineHandle:
+    """``engine=`` wins; else ``dsn=`` opens an engine on that server; else the embedded one.
+
+    With ``embeddings`` (an ``Embedder``, LangChain ``Embeddings``, LlamaIndex
+    ``BaseEmbedding`` or function), the engine embeds with them: the given engine when it
+    already does, else a twin of it on the same database (owned: closed with the adapter).
+    """
     if engine is not None and dsn is not None:
         raise ConfigurationError("pass either engine= or dsn=, not both")
+    if embeddings is not None:
+        if engine is None:
+            return EngineHandle(MemoryEngine(dsn, embeddings=embeddings), owned=True)
+        base = resolve_engine(engine, None).engine
+        if base.uses_embeddings(embeddings):
+            return EngineHandle(base, owned=False)
+        return EngineHandle(base.with_embedder(embeddings), owned=True)
     if isinstance(engine, AsyncMemoryEngine):
         return EngineHandle(engine.sync, owned=False)
     if engine is not None:

@@ -57,9 +57,23 @@ class Models:
         if self._embedder is None:
             with self._lock:
                 if self._embedder is None:
+                    _without_tqdm_monitor()
                     self._embedder = default_embedder()
                     self._loaded()
         return self._embedder
+
+    @property
+    def current_embedder(self) -> Embedder | None:
+        """The embedder if it was given or has loaded (never loads the default)."""
+        return self._embedder
+
+    def sharing(self, *, embedder: Embedder) -> Models:
+        """These models with another embedder: the others, loaded or not, are shared."""
+        twin = Models(embedder=embedder, token_counter=self._counter,
+                      date_parser=self._date_parser, entity_extractor=self._entity_extractor,
+                      freeze_gc_after_load=self._freeze)
+        twin._tried = set(self._tried)
+        return twin
 
     @property
     def token_counter(self) -> TokenCounter:
@@ -110,6 +124,21 @@ class Models:
             if value is not None
         ]
         return f"<Models loaded: {', '.join(loaded) or 'none'}>"
+
+
+def _without_tqdm_monitor() -> None:
+    """Keep tqdm from starting its ``tqdm_monitor`` threads, which live as long as the process.
+
+    Loading the embedding model draws progress bars, and tqdm's first bar of each class starts
+    a monitor thread; a library must not leave threads behind. ``monitor_interval = 0`` is
+    tqdm's switch for it (the monitor only corrects the refresh rate of bars whose iterations
+    suddenly slow down); the engine's own progress bars go through the same class.
+    """
+    try:
+        from tqdm import tqdm
+    except ImportError:  # pragma: no cover - a dependency
+        return
+    tqdm.monitor_interval = 0
 
 
 def _load_date_parser() -> DateParser:

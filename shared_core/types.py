@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from shared_core.errors import ConfigurationError, InvalidTimeWindowError
+from shared_core.storable import text_problem
 
 __all__ = [
     "ARM_NAMES",
@@ -61,15 +62,19 @@ def as_utc(value: _dt.datetime) -> _dt.datetime:
 
 
 def check_bank(bank: object) -> str:
-    """A bank name: a non-empty string of at most ``MAX_BANK_LENGTH`` characters, no NUL.
+    """A bank name: a non-empty string of at most ``MAX_BANK_LENGTH`` characters that Postgres
+    can store (no NUL, no lone surrogate).
 
     >>> check_bank("demo")
     'demo'
     """
     if not isinstance(bank, str) or not bank.strip():
         raise ConfigurationError("bank must be a non-empty string")
-    if len(bank) > MAX_BANK_LENGTH or "\x00" in bank:
-        raise ConfigurationError(f"bank must be at most {MAX_BANK_LENGTH} characters, no NUL")
+    if len(bank) > MAX_BANK_LENGTH:
+        raise ConfigurationError(f"bank must be at most {MAX_BANK_LENGTH} characters")
+    problem = text_problem(bank)
+    if problem is not None:
+        raise ConfigurationError(f"bank {problem}")
     return bank
 
 

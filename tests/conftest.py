@@ -26,8 +26,10 @@ from shared_core import MemoryEngine
 @pytest.fixture(scope="session")
 def pg_data_dir() -> Iterator[Path]:
     # Not pytest's tmp_path: its 0700 root is not traversable by the unprivileged user the
-    # embedded server runs as when tests run as root.
+    # embedded server runs as when tests run as root (the server never chmods a directory it
+    # did not create: this one is ours, so we let that user through).
     root = Path(tempfile.mkdtemp(prefix="hindsight-test-"))
+    root.chmod(0o711)
     yield root / "pgdata"
     shutil.rmtree(root, ignore_errors=True)
 

@@ -31,7 +31,9 @@ def unit_vector(cos: float, axis: int, base: int = 0, dim: int = DIM) -> list[fl
 class FixedQueryEmbedder:
     """Deterministic query embedder: ``e0`` for every query, or the vector mapped to its text."""
 
-    model_name = "fixed-query-384"
+    # It queries banks written by the default model, with that model's calibrated cosine cuts:
+    # it names that model (a bank refuses a model it was not written with).
+    model_name = "all-MiniLM-L6-v2"
     dimension = DIM
 
     def __init__(self, vectors: Mapping[str, list[float]] | None = None) -> None:

@@ -34,6 +34,7 @@ from shared_core.recall.budget import resolve_budget
 from shared_core.recall.filters import FilterExpr, parse_filter
 from shared_core.recall.query import TAGS_MATCH_MODES, TagsMatch, check_tags, check_types
 from shared_core.recall.rerank import Reranker
+from shared_core.storable import text_problem
 from shared_core.types import ARM_NAMES, ArmName, FactType, TimeWindow, check_bank
 
 __all__ = ["BUDGETS", "Budget", "RecallKwargs", "RecallOptions", "RerankerSpec", "recall_option_names"]
@@ -58,6 +59,10 @@ def _named(option: str) -> Iterator[None]:
         raise
     except InvalidQueryError as exc:
         raise InvalidOptionError(option, str(exc)) from None
+
+
+_MIN_INSTANT = _dt.datetime(1, 1, 2, tzinfo=_dt.UTC)
+_MAX_INSTANT = _dt.datetime(9999, 12, 30, tzinfo=_dt.UTC)
 
 
 def _positive_int(name: str, value: object) -> int:
@@ -88,9 +93,17 @@ def _instant(name: str, value: object) -> _dt.datetime:
         raise InvalidOptionError(
             name, f"must be a datetime, a date or an ISO-8601 string, got {type(value).__name__}"
         )
-    if value.tzinfo is None or value.utcoffset() is None:
-        return value.replace(tzinfo=_dt.UTC)
-    return value.astimezone(_dt.UTC)
+    try:
+        utc = value.replace(tzinfo=_dt.UTC) if value.tzinfo is None or value.utcoffset() is None \
+            else value.astimezone(_dt.UTC)
+    except OverflowError:
+        utc = None
+    # A day inside datetime's range: windows computed around the instant must not overflow.
+    if utc is None or not _MIN_INSTANT <= utc <= _MAX_INSTANT:
+        raise InvalidOptionError(
+            name, f"{value.isoformat()} is outside the years 1..9999 (UTC), one day from either end"
+        )
+    return utc
 
 
 def _window(value: object) -> TimeWindow:
@@ -113,6 +126,10 @@ def _strings(name: str, value: object) -> Sequence[str] | str:
     items = list(value)
     if not all(isinstance(v, str) for v in items):
         raise InvalidOptionError(name, "must hold strings only")
+    for index, item in enumerate(items):
+        problem = text_problem(item)
+        if problem is not None:
+            raise InvalidOptionError(name, f"[{index}] {problem}")
     return items
 
 

@@ -7,6 +7,7 @@ from typing import Literal, get_args
 
 from shared_core.errors import InvalidQueryError
 from shared_core.protocols import TokenCounter
+from shared_core.storable import text_problem
 from shared_core.types import FACT_TYPES, FactType
 
 __all__ = ["KEYWORD_RANKINGS", "TAGS_MATCH_MODES", "KeywordRanking", "TagsMatch", "bound_query",
@@ -22,7 +23,7 @@ def bound_query(query: object, counter: TokenCounter, max_tokens: int) -> tuple[
     """Validate a query and cut it to ``max_tokens``; return ``(text, was_truncated)``.
 
     NUL bytes are removed (Postgres text cannot hold them); a query that is empty or only
-    whitespace (after that) is an :class:`InvalidQueryError`.
+    whitespace (after that), or that holds a lone surrogate, is an :class:`InvalidQueryError`.
 
     >>> from shared_core.tokens import TiktokenCounter
     >>> bound_query("  where?  ", TiktokenCounter(), 500)
@@ -33,6 +34,9 @@ def bound_query(query: object, counter: TokenCounter, max_tokens: int) -> tuple[
     text = query.replace("\x00", "").strip()
     if not text:
         raise InvalidQueryError("query is empty or only whitespace")
+    problem = text_problem(text)
+    if problem is not None:  # a lone surrogate: the tokenizers and Postgres cannot take it
+        raise InvalidQueryError(f"query {problem}")
     if counter.count(text) > max_tokens:
         return counter.truncate(text, max_tokens).strip(), True
     return text, False

@@ -10,6 +10,7 @@ Change them with :func:`dataclasses.replace`:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -17,6 +18,7 @@ from shared_core.config import (
     DEFAULT_ARM_WEIGHTS,
     DEFAULT_BM25_B,
     DEFAULT_BM25_K1,
+    DEFAULT_CALIBRATED_MODELS,
     DEFAULT_GRAPH_MIN_SCORE,
     DEFAULT_GRAPH_PER_ENTITY_LIMIT,
     DEFAULT_GRAPH_SEED_LIMIT,
@@ -29,6 +31,7 @@ from shared_core.config import (
     DEFAULT_KEYWORD_MAX_TERMS,
     DEFAULT_KEYWORD_RANKING,
     DEFAULT_MAX_QUERY_TOKENS,
+    DEFAULT_RELATIVE_SEMANTIC_CUT,
     DEFAULT_RERANK_BATCH_SIZE,
     DEFAULT_RERANK_MAX_CANDIDATES,
     DEFAULT_RRF_K,
@@ -83,6 +86,27 @@ class RecallSettings:
     max_query_tokens: int = DEFAULT_MAX_QUERY_TOKENS
     ts_config: str = DEFAULT_TS_CONFIG
     boosts: BoostConfig = field(default_factory=BoostConfig)
+    calibrated_models: tuple[str, ...] = DEFAULT_CALIBRATED_MODELS
+    """Embedding models the absolute cosine cuts above were tuned for."""
+    relative_semantic_cut: float | None = None
+    """When set, the semantic arm keeps hits at least this fraction of the best similarity
+    (instead of ``semantic_min_similarity``); see :meth:`for_model`."""
+
+    def for_model(self, model_name: str) -> RecallSettings:
+        """These settings for an embedding model: as they are for a calibrated model; for any
+        other, the semantic cut relative to the query's best match
+        (``DEFAULT_RELATIVE_SEMANTIC_CUT``) and no graph-seed or temporal cosine cut, so a
+        model whose cosines run low still gets results.
+
+        >>> RecallSettings().for_model("text-embedding-3-small").relative_semantic_cut
+        0.5
+        """
+        if model_name in self.calibrated_models or self.relative_semantic_cut is not None:
+            return self
+        return dataclasses.replace(self, relative_semantic_cut=DEFAULT_RELATIVE_SEMANTIC_CUT,
+                                   semantic_min_similarity=-1.0,
+                                   graph_seed_min_similarity=-1.0,
+                                   temporal_min_similarity=-1.0)
 
     def __post_init__(self) -> None:
         if self.keyword not in KEYWORD_RANKINGS:

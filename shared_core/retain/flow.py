@@ -16,21 +16,26 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
+import psycopg
 
 from shared_core.config import DEFAULT_TEMPORAL_LINK_FLOOR, EngineConfig
 from shared_core.errors import InvalidItemError
 from shared_core.models import Models
 from shared_core.retain.extract import extract
 from shared_core.retain.plan import RetainRequest, merge_vectors, retain_plan
-from shared_core.retain.prepare import coerce_items, prepare_units
+from shared_core.retain.prepare import coerce_items, materialise_items, prepare_units
 from shared_core.retain.progress import RetainProgress
+from shared_core.storage.errors import copy_row, map_database_error
 from shared_core.storage.plan import Compute, Plan
 from shared_core.types import check_bank
 
 if TYPE_CHECKING:
     from shared_core.extraction.facts import FactExtractor
 
-__all__ = ["RetainContext", "retain_flow"]
+__all__ = ["RetainContext", "retain_error", "retain_flow"]
+
+# SQLSTATE classes of a row's own fault: data exception, integrity constraint violation.
+_ITEM_STATE_CLASSES = ("22", "23")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -53,23 +58,44 @@ def retain_flow(
 ) -> Plan[list[str]]:
     """Retain ``items`` into ``bank`` in one transaction; return the new ids in input order."""
     check_bank(bank)
-    materialised = list(items) if not isinstance(items, str | bytes) else items
-    if fact_extractor is not None and not isinstance(materialised, str | bytes):
+    materialised = materialise_items(items)
+    if fact_extractor is not None:
         for index, raw in enumerate(materialised):
             if not isinstance(raw, str):
                 raise InvalidItemError(
                     index,
                     "with a fact_extractor, items must be strings (the extractor turns them into facts)",
                 )
-        materialised = yield Compute(fact_extractor.extract_facts, (materialised,))
+        if materialised:
+            materialised = yield Compute(fact_extractor.extract_facts, (materialised,))
+    if not materialised:
+        return []
     bar = RetainProgress(progress)
     try:
         request, vectors = yield Compute(prepare_retain, (ctx, materialised, bank, document_id, bar))
-        ids: list[str] = yield from retain_plan(request, vectors)
+        try:
+            ids: list[str] = yield from retain_plan(request, vectors)
+        except psycopg.Error as exc:
+            raise retain_error(exc, request) from exc
         bar.stage("done", done=3)
     finally:
         bar.close()
     return ids
+
+
+def retain_error(exc: psycopg.Error, request: RetainRequest) -> Exception:
+    """A database error during a retain, as a typed error: a staged row the server refused
+    (bad data, a broken constraint) names the item it came from; the rest is mapped by
+    :func:`~shared_core.storage.errors.map_database_error`."""
+    row = copy_row(exc)
+    state = exc.sqlstate or ""
+    if row is not None and row[0] == "retain_stage" and state[:2] in _ITEM_STATE_CLASSES \
+            and 0 <= row[1] < len(request.units):
+        detail = str(exc).strip().splitlines()[0]
+        return InvalidItemError(request.units[row[1]].item_index,
+                                f"the database refused it ({state}): {detail}")
+    mapped = map_database_error(exc)
+    return mapped if isinstance(mapped, Exception) else exc
 
 
 def prepare_retain(

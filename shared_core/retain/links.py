@@ -22,11 +22,13 @@ from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
+from psycopg import sql
 
 from shared_core.errors import InvalidItemError
 from shared_core.extraction.entities import entity_match_key
 from shared_core.ids import uuid7
 from shared_core.retain.prepare import PreparedUnit
+from shared_core.storage.dimensions import Dimension
 from shared_core.storage.plan import Copy, Plan, Query
 from shared_core.types import MemoryItem
 
@@ -73,16 +75,25 @@ WHERE e.bank_id = %(bank)s AND e.id = d.id"""
 
 COPY_UNIT_ENTITIES = "COPY unit_entities (bank_id, unit_id, entity_id) FROM STDIN"
 
-SEMANTIC_NEIGHBOURS = """
+# The dimension is inlined (migration 0006): the expression and predicate name that
+# dimension's HNSW index.
+_SEMANTIC_NEIGHBOURS = sql.SQL("""
 SELECT s.id::text AS from_id, n.id::text AS to_id, 1 - n.distance AS similarity
 FROM memory_units s
 CROSS JOIN LATERAL (
-    SELECT u.id, u.embedding <=> s.embedding AS distance
+    SELECT u.id, {vec} <=> {svec} AS distance
     FROM memory_units u
-    WHERE u.bank_id = %(bank)s AND u.id <> ALL(%(ids)s::uuid[])
-    ORDER BY u.embedding <=> s.embedding
+    WHERE u.bank_id = %(bank)s AND u.id <> ALL(%(ids)s::uuid[]) AND {dims}
+    ORDER BY {vec} <=> {svec}
     LIMIT %(k)s) n
-WHERE s.bank_id = %(bank)s AND s.id = ANY(%(ids)s::uuid[]) AND 1 - n.distance >= %(min)s"""
+WHERE s.bank_id = %(bank)s AND s.id = ANY(%(ids)s::uuid[]) AND 1 - n.distance >= %(min)s""")
+
+
+def semantic_neighbours_statement(dimension: Dimension) -> sql.Composed:
+    """Stored neighbours of the new units (``%(ids)s``) by cosine, through the dimension's
+    HNSW index."""
+    return _SEMANTIC_NEIGHBOURS.format(vec=dimension.column, svec=dimension.of("s").column,
+                                       dims=dimension.predicate)
 
 HAS_OLDER_UNITS = """
 SELECT 1 AS found FROM memory_units
@@ -245,10 +256,10 @@ def link_plan(bank: str, items: Sequence[MemoryItem], units: Sequence[PreparedUn
                                                  "ids": sorted(set(external))})
         if missing:
             bad = missing[0]["id"]
-            index = next(i for i, item in enumerate(items)
-                         if any(str(r) == bad for f in _CAUSAL_FIELDS for r in getattr(item, f)))
-            raise InvalidItemError(index, f"references memory {bad} which is not in bank "
-                                          f"{bank!r}")
+            index, field = next((i, f) for i, item in enumerate(items) for f in _CAUSAL_FIELDS
+                                if any(str(r) == bad for r in getattr(item, f)))
+            raise InvalidItemError(index, f"{field} references memory {bad} which is not in "
+                                          f"bank {bank!r}")
 
     weights: dict[tuple[str, str, str], float] = {}
     if cue_links:
@@ -263,8 +274,8 @@ def link_plan(bank: str, items: Sequence[MemoryItem], units: Sequence[PreparedUn
     older = yield Query(HAS_OLDER_UNITS, {"bank": bank, "ids": uuids}, fetch="one")
     rows = []
     if older is not None:
-        rows = yield Query(SEMANTIC_NEIGHBOURS, {"bank": bank, "ids": uuids, "k": semantic_k,
-                                                 "min": semantic_min},
+        rows = yield Query(semantic_neighbours_statement(Dimension(int(vectors.shape[1]))),
+                           {"bank": bank, "ids": uuids, "k": semantic_k, "min": semantic_min},
                            settings={"hnsw.ef_search": "40", "enable_seqscan": "off"})
     for r in rows:
         weights[(r["from_id"], r["to_id"], "semantic")] = min(float(r["similarity"]), 1.0)

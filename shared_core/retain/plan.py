@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from shared_core.errors import DimensionMismatchError, InvalidItemError
+from shared_core.errors import InvalidItemError, check_bank_embedder
 from shared_core.retain.links import entity_plan, link_plan
 from shared_core.retain.prepare import PreparedChunk, PreparedUnit
 from shared_core.storage.locks import CLAIM_BANK_STATS
@@ -100,12 +100,9 @@ class RetainRequest:
 
 
 def _check_dimension(request: RetainRequest, row: dict[str, object], dimension: int) -> None:
-    bank_dimension = int(row["embedding_dimension"])  # type: ignore[call-overload]
-    if bank_dimension != dimension:
-        raise DimensionMismatchError(
-            bank=request.bank, bank_model=str(row["embedding_model"]),
-            bank_dimension=bank_dimension, embedder_model=request.embedding_model,
-            embedder_dimension=dimension)
+    check_bank_embedder(request.bank, str(row["embedding_model"]),
+                        int(row["embedding_dimension"]),  # type: ignore[call-overload]
+                        request.embedding_model, dimension)
 
 
 def merge_vectors(items: Sequence[MemoryItem], units: Sequence[PreparedUnit],

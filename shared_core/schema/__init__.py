@@ -66,6 +66,9 @@ def ensure_extensions(conn: psycopg.Connection[Any]) -> None:
     for ext in ("vector", "pg_trgm"):
         try:
             with conn.transaction():
+                # IF NOT EXISTS is not safe under concurrency: engines bootstrapping at once
+                # failed with a unique violation. The migrations' lock serialises them.
+                conn.execute(_LOCK, {"key": _LOCK_KEY})
                 conn.execute(sql.SQL("CREATE EXTENSION IF NOT EXISTS {}").format(
                     sql.Identifier(ext)))
         except psycopg.Error as exc:

@@ -7,7 +7,9 @@ once. Every connection is configured the same way (pgvector types, HNSW session 
 from __future__ import annotations
 
 import asyncio
+import math
 import threading
+import weakref
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -17,8 +19,9 @@ from pgvector.psycopg import register_vector, register_vector_async
 from psycopg import sql
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-from shared_core.errors import HindsightError
+from shared_core.errors import DatabaseUnavailableError, HindsightError
 from shared_core.quiet import install_pool_filter
+from shared_core.storage.errors import map_database_error
 from shared_core.storage.plan import Plan
 from shared_core.storage.runner import run_async, run_sync
 
@@ -34,7 +37,22 @@ _SESSION_SETTINGS = sql.SQL(
 _CONCURRENT_WORKERS = 4
 
 
-async def _close_at_loop_shutdown(pool: AsyncConnectionPool[Any]) -> None:
+def _finish(connections: weakref.WeakSet[psycopg.AsyncConnection[Any]]) -> None:
+    """Close, without an event loop, the async connections a pool lost track of.
+
+    When ``asyncio.run`` ends, it cancels the pool's workers together with its closer; a
+    connection a worker was adding to, or returning into, the pool at that moment is in no
+    queue ``close()`` empties, and stayed open on the server (2 per ``asyncio.run`` cycle).
+    ``pgconn.finish()`` is libpq's synchronous close.
+    """
+    for conn in list(connections):
+        if not conn.closed:
+            conn.pgconn.finish()
+
+
+async def _close_at_loop_shutdown(
+    pool: AsyncConnectionPool[Any], connections: weakref.WeakSet[psycopg.AsyncConnection[Any]]
+) -> None:
     """Close ``pool`` when its event loop shuts down (``asyncio.run`` ending cancels every
     task). The pool's own workers may be cancelled mid-connect and go back to waiting for work
     (psycopg_pool retries a failed connection), which hung ``asyncio.run``'s exit; closing the
@@ -44,7 +62,13 @@ async def _close_at_loop_shutdown(pool: AsyncConnectionPool[Any]) -> None:
     except asyncio.CancelledError:
         if not pool.closed:
             await pool.close(timeout=1.0)
+        _finish(connections)
         raise
+
+
+def _typed(exc: Exception) -> Exception:
+    mapped = map_database_error(exc)
+    return mapped if isinstance(mapped, Exception) else exc
 
 
 class Pools:
@@ -55,6 +79,12 @@ class Pools:
         bootstrap: run once, before the first pool opens (extensions, migrations).
         min_size, max_size: pool bounds (each pool).
         ef_search, max_scan_tuples: pgvector HNSW session settings.
+        connect_timeout: seconds to wait for a new connection, or for a free pooled one,
+            before a call fails with :class:`~shared_core.errors.DatabaseUnavailableError`.
+
+    Pooled connections are checked before use, so a server restart between calls is not
+    seen; :meth:`run_read` retries a read once when the connection breaks during it. Every
+    database failure leaves as a :class:`~shared_core.errors.HindsightError`.
     """
 
     def __init__(
@@ -66,8 +96,15 @@ class Pools:
         max_size: int,
         ef_search: int,
         max_scan_tuples: int,
+        connect_timeout: float = 5.0,
     ) -> None:
         self.dsn = dsn
+        self._connect_timeout = float(connect_timeout)
+        # libpq takes whole seconds (and treats 1 as 2). The pools give up a failing connection
+        # attempt after the same time (psycopg_pool's default is 5 minutes of growing back-off),
+        # so that the first call after an outage connects at once instead of waiting for the
+        # next scheduled attempt.
+        self._connect_kwargs: dict[str, Any] = {"connect_timeout": max(2, math.ceil(connect_timeout))}
         self._bootstrap = bootstrap
         self._min_size = min_size
         self._max_size = max_size
@@ -80,6 +117,9 @@ class Pools:
         self._pool: ConnectionPool[Any] | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._async_pools: dict[asyncio.AbstractEventLoop, AsyncConnectionPool[Any]] = {}
+        self._async_connections: dict[
+            asyncio.AbstractEventLoop, weakref.WeakSet[psycopg.AsyncConnection[Any]]
+        ] = {}
         self._closers: dict[asyncio.AbstractEventLoop, asyncio.Task[None]] = {}
         self._opening: dict[asyncio.AbstractEventLoop, asyncio.Future[AsyncConnectionPool[Any]]] = {}
         self.closed = False
@@ -87,13 +127,40 @@ class Pools:
     # ---------------------------------------------------------------- running plans
     def run(self, plan: Plan[T]) -> T:
         """Run ``plan`` on the sync pool, in one transaction."""
-        pool = self._sync_pool()
-        assert self._executor is not None
-        return run_sync(pool, plan, executor=self._executor)
+        try:
+            pool = self._sync_pool()
+            assert self._executor is not None
+            return run_sync(pool, plan, executor=self._executor)
+        except Exception as exc:
+            typed = _typed(exc)
+            if typed is exc:
+                raise
+            raise typed from exc
 
     async def arun(self, plan: Plan[T]) -> T:
         """Run ``plan`` on this event loop's async pool, in one transaction."""
-        return await run_async(await self._async_pool(), plan)
+        try:
+            return await run_async(await self._async_pool(), plan)
+        except Exception as exc:
+            typed = _typed(exc)
+            if typed is exc:
+                raise
+            raise typed from exc
+
+    def run_read(self, make_plan: Callable[[], Plan[T]]) -> T:
+        """Run a read-only plan, once more if the database went away during it (a restart):
+        reads are idempotent, so the retry is invisible."""
+        try:
+            return self.run(make_plan())
+        except DatabaseUnavailableError:
+            return self.run(make_plan())
+
+    async def arun_read(self, make_plan: Callable[[], Plan[T]]) -> T:
+        """Async twin of :meth:`run_read`."""
+        try:
+            return await self.arun(make_plan())
+        except DatabaseUnavailableError:
+            return await self.arun(make_plan())
 
     # ---------------------------------------------------------------- opening
     def _configure_sync(self, conn: psycopg.Connection[Any]) -> None:
@@ -102,6 +169,7 @@ class Pools:
         conn.commit()
 
     async def _configure_async(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        self._async_connections.setdefault(asyncio.get_running_loop(), weakref.WeakSet()).add(conn)
         await register_vector_async(conn)
         await conn.execute(self._session)
         await conn.commit()
@@ -121,6 +189,10 @@ class Pools:
                         min_size=self._min_size,
                         max_size=self._max_size,
                         configure=self._configure_sync,
+                        kwargs=self._connect_kwargs,
+                        timeout=self._connect_timeout,
+                        reconnect_timeout=self._connect_timeout,
+                        check=ConnectionPool.check_connection,
                         open=True,
                         name="hindsight",
                     )
@@ -164,6 +236,10 @@ class Pools:
             min_size=self._min_size,
             max_size=self._max_size,
             configure=self._configure_async,
+            kwargs=self._connect_kwargs,
+            timeout=self._connect_timeout,
+            reconnect_timeout=self._connect_timeout,
+            check=AsyncConnectionPool.check_connection,
             open=False,
             name="hindsight-async",
         )
@@ -171,7 +247,8 @@ class Pools:
         self._async_pools[loop] = pool
         # The loop keeps only a weak reference to a task: hold this one.
         self._closers[loop] = loop.create_task(
-            _close_at_loop_shutdown(pool), name="hindsight-async-pool-closer"
+            _close_at_loop_shutdown(pool, self._async_connections.setdefault(loop, weakref.WeakSet())),
+            name="hindsight-async-pool-closer",
         )
         return pool
 
@@ -190,6 +267,9 @@ class Pools:
             if not loop.is_closed():
                 loop.run_until_complete(pool.close())
         self._async_pools.clear()
+        for connections in self._async_connections.values():
+            _finish(connections)
+        self._async_connections.clear()
         self._closers.clear()
         if self._executor is not None:
             self._executor.shutdown(wait=False)

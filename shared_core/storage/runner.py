@@ -7,6 +7,7 @@ first (embedding a batch) does not hold a connection or an open transaction.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -87,14 +88,19 @@ def run_sync(pool: ConnectionPool[Any], plan: Plan[T], *, executor: ThreadPoolEx
     sp = 0
     value: Any = None
     error: BaseException | None = None
+    failed: psycopg.Error | None = None
     try:
         while True:
             try:
                 op = plan.throw(error) if error is not None else plan.send(value)
             except StopIteration as stop:
+                if failed is not None:
+                    raise failed from None
                 if conn is not None:
                     conn.commit()
                 return stop.value  # type: ignore[no-any-return]
+            if failed is not None:  # the plan went on after a failed statement: never run more
+                raise failed
             error = None
             try:
                 if isinstance(op, Compute):
@@ -119,9 +125,15 @@ def run_sync(pool: ConnectionPool[Any], plan: Plan[T], *, executor: ThreadPoolEx
                 if conn is not None and sp:
                     conn.execute(_rollback_to(sp))
                 error = exc
+            except psycopg.Error as exc:
+                # The transaction is lost. The plan sees the error so that it can raise it as a
+                # typed error it can explain (e.g. retain names the item a refused row came
+                # from); it cannot carry on.
+                error = failed = exc
     except BaseException:
         if conn is not None:
-            conn.rollback()
+            with contextlib.suppress(psycopg.Error):  # a lost connection cannot roll back
+                conn.rollback()
         raise
     finally:
         if ctx is not None:
@@ -162,14 +174,19 @@ async def run_async(pool: AsyncConnectionPool[Any], plan: Plan[T]) -> T:
     sp = 0
     value: Any = None
     error: BaseException | None = None
+    failed: psycopg.Error | None = None
     try:
         while True:
             try:
                 op = plan.throw(error) if error is not None else plan.send(value)
             except StopIteration as stop:
+                if failed is not None:
+                    raise failed from None
                 if conn is not None:
                     await conn.commit()
                 return stop.value  # type: ignore[no-any-return]
+            if failed is not None:  # the plan went on after a failed statement: never run more
+                raise failed
             error = None
             try:
                 if isinstance(op, Compute):
@@ -192,9 +209,15 @@ async def run_async(pool: AsyncConnectionPool[Any], plan: Plan[T]) -> T:
                 if conn is not None and sp:
                     await conn.execute(_rollback_to(sp))
                 error = exc
+            except psycopg.Error as exc:
+                # The transaction is lost. The plan sees the error so that it can raise it as a
+                # typed error it can explain (e.g. retain names the item a refused row came
+                # from); it cannot carry on.
+                error = failed = exc
     except BaseException:
         if conn is not None:
-            await conn.rollback()
+            with contextlib.suppress(psycopg.Error):  # a lost connection cannot roll back
+                await conn.rollback()
         raise
     finally:
         if ctx is not None:

@@ -136,12 +136,14 @@ def test_dimension_mismatch_names_both(engine: MemoryEngine, bank: str) -> None:
     assert engine.stats(bank).memories == 1
 
 
-def test_an_engine_of_another_dimension_is_refused(engine: MemoryEngine) -> None:
-    engine.stats("warm-up")
+def test_an_engine_of_another_dimension_gets_banks_of_its_own(engine: MemoryEngine,
+                                                              bank: str) -> None:
+    engine.retain(["made with MiniLM"], bank=bank)
     other = MemoryEngine(engine.dsn, embedder=TinyEmbedder())
     try:
+        other.retain(["made with tiny"], bank=bank + "-tiny")  # migration 0006: side by side
         with pytest.raises(DimensionMismatchError) as err:
-            other.retain(["made with tiny"], bank="tiny")
+            other.retain(["made with tiny"], bank=bank)
         assert "384" in str(err.value) and "tiny-8d" in str(err.value)
     finally:
         other.close()

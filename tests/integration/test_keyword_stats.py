@@ -133,6 +133,7 @@ def test_new_embedded_server_is_tuned() -> None:
 
     # A data directory of its own (0700 mkdtemp: see conftest), created by this call.
     root = Path(tempfile.mkdtemp(prefix="hindsight-tuned-"))
+    root.chmod(0o711)
     path, dsn = acquire_embedded(root / "pgdata")
     try:
         with psycopg.connect(dsn) as conn:

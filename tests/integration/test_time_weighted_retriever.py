@@ -19,7 +19,11 @@ from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
 from hindsight_langchain import TimeWeightedHindsightRetriever
 from hindsight_langchain.time_weighted import _get_hours_passed
-from shared_core import ConfigurationError, MemoryEngine
+from shared_core import (
+    DimensionMismatchError,
+    EmbeddingModelMismatchError,
+    MemoryEngine,
+)
 
 
 # ---------------------------------------------------------------- ported upstream unit tests
@@ -179,7 +183,8 @@ def test_notebook_virtual_time(engine: MemoryEngine, bank: str) -> None:
     assert docs[0].metadata["last_accessed_at"] == tomorrow
     assert type(docs[0].metadata["last_accessed_at"]).__name__ == "MockDateTime"
     # written to Postgres: a re-opened retriever sees the access
-    again = TimeWeightedHindsightRetriever(engine=engine, bank=bank, decay_rate=0.999, k=1)
+    again = TimeWeightedHindsightRetriever(engine=engine, bank=bank, decay_rate=0.999, k=1,
+                                           embeddings=retriever.vectorstore.embeddings)
     assert again.memory_stream[0].metadata["last_accessed_at"] == tomorrow
 
 
@@ -188,7 +193,8 @@ def test_memories_survive_a_new_retriever(engine: MemoryEngine, bank: str) -> No
     first = TimeWeightedHindsightRetriever(engine=engine, bank=bank)
     ids = first.add_documents([Document(page_content=f"memory {i}", metadata={"importance": i})
                                for i in range(5)])
-    assert len(ids) == 5 and first.memory_stream[2].id == ids[2]
+    assert len(ids) == 5 and first.bank_stream.entries()[2].memory_id == ids[2]
+    assert first.memory_stream[2].id is None  # as upstream: an id only when one was given
     second = TimeWeightedHindsightRetriever(engine=engine, bank=bank, other_score_keys=["importance"])
     assert type(second.memory_stream) is list
     assert [d.page_content for d in second.memory_stream] == [f"memory {i}" for i in range(5)]
@@ -230,16 +236,39 @@ def test_k_kwarg_and_old_name(engine: MemoryEngine, bank: str) -> None:
         assert len(retriever.get_relevant_documents("doc")) == 4
 
 
-def test_dimension_mismatch_falls_back_or_raises(engine: MemoryEngine, bank: str) -> None:
-    store = _Store(DeterministicFakeEmbedding(size=16))
-    retriever = TimeWeightedHindsightRetriever(engine=engine, bank=bank, vectorstore=store)
-    with pytest.warns(RuntimeWarning, match="falling back"):
-        retriever.add_documents([Document(page_content="Alice works at Google.")])
-    assert retriever.invoke("Where does Alice work?")[0].page_content == "Alice works at Google."
-    strict = TimeWeightedHindsightRetriever(engine=engine, bank=bank + "-strict", vectorstore=store,
-                                            on_dimension_mismatch="raise")
-    with pytest.raises(ConfigurationError, match="16-dimensional"):
-        strict.add_documents([Document(page_content="x")])
+def test_a_bank_refuses_another_model(engine: MemoryEngine, bank: str) -> None:
+    """Never a silent substitution: a named bank written by one model refuses another (same
+    dimension: the model; other dimension: the dimension), naming both."""
+    written = TimeWeightedHindsightRetriever(engine=engine, bank=bank)  # all-MiniLM-L6-v2
+    written.add_documents([Document(page_content="Alice works at Google.")])
+    with pytest.raises(EmbeddingModelMismatchError, match=r"all-MiniLM-L6-v2.*DeterministicFake"):
+        TimeWeightedHindsightRetriever(engine=engine, bank=bank,
+                                       vectorstore=_Store(DeterministicFakeEmbedding(size=384)))
+    with pytest.raises(DimensionMismatchError, match=r"384.*16"):
+        TimeWeightedHindsightRetriever(engine=engine, bank=bank,
+                                       embeddings=DeterministicFakeEmbedding(size=16))
+
+
+def test_private_streams_are_separate_and_leave_nothing(engine: MemoryEngine) -> None:
+    store = _Store(DeterministicFakeEmbedding(size=384))
+    first = TimeWeightedHindsightRetriever(engine=engine, vectorstore=store)
+    second = TimeWeightedHindsightRetriever(engine=engine, vectorstore=store)
+    first.add_documents([Document(page_content="first's memory")])
+    second.add_documents([Document(page_content="second's memory")])
+    assert [d.page_content for d in first.invoke("memory")] == ["first's memory"]
+    assert [d.page_content for d in second.invoke("memory")] == ["second's memory"]
+    assert len(first.memory_stream) == len(second.memory_stream) == 1
+    banks = {first.bank_stream.bank, second.bank_stream.bank}
+    assert banks <= {b.bank for b in engine.banks()}
+    first.close()
+    del second  # collected: its finaliser drops the bank too
+    import gc
+
+    gc.collect()
+    assert not banks & {b.bank for b in engine.banks()}
+    third = TimeWeightedHindsightRetriever(engine=engine, vectorstore=store)
+    assert third.memory_stream == [] and third.invoke("memory") == []
+    third.close()
 
 
 def test_concurrent_adds_get_distinct_indexes(engine: MemoryEngine, bank: str) -> None:
@@ -289,3 +318,47 @@ def test_engine_from_dsn_is_owned(engine: MemoryEngine) -> None:
         assert r.engine is not engine
         r.add_documents([Document(page_content="owned engine")])
         assert r.invoke("owned")[0].page_content == "owned engine"
+
+
+def test_add_documents_writes_the_store_with_the_same_ids(engine: MemoryEngine) -> None:
+    store = _Store(DeterministicFakeEmbedding(size=384))
+    with TimeWeightedHindsightRetriever(engine=engine, vectorstore=store) as retriever:
+        ids = retriever.add_documents([Document(page_content="a"),
+                                       Document(page_content="b", id="mine")])
+        assert ids[1] == "mine"
+        stored = store.get_by_ids(ids)
+        assert [d.page_content for d in stored] == ["a", "b"]
+        assert [d.metadata["buffer_idx"] for d in stored] == [0, 1]
+
+
+class _FailingStore(_Store):
+    def add_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:
+        raise RuntimeError("store unavailable")
+
+
+def test_a_failing_store_leaves_the_stream_as_it_was(engine: MemoryEngine) -> None:
+    store = _FailingStore(DeterministicFakeEmbedding(size=384))
+    with TimeWeightedHindsightRetriever(engine=engine, vectorstore=store) as retriever:
+        with pytest.raises(RuntimeError, match="store unavailable"):
+            retriever.add_documents([Document(page_content="lost")])
+        assert retriever.memory_stream == []
+        assert retriever.bank_stream.entries() == []
+
+
+def test_the_stores_embedding_function_is_used_never_the_builtin(engine: MemoryEngine) -> None:
+    """FAISS(embeddings.embed_query, ...) holds a bare function: it embeds, at its 1536
+    dimensions, in the same database as the default 384-d banks."""
+    import faiss
+    from fake_embeddings import HashEmbeddings
+    from langchain_community.docstore.in_memory import InMemoryDocstore
+    from langchain_community.vectorstores import FAISS
+
+    emb = HashEmbeddings(1536)
+    store = FAISS(emb.embed_query, faiss.IndexFlatL2(1536), InMemoryDocstore({}), {})
+    with TimeWeightedHindsightRetriever(engine=engine, vectorstore=store, k=1) as retriever:
+        retriever.add_documents([Document(page_content="hello world")])
+        info = {b.bank: b for b in engine.banks()}[retriever.bank_stream.bank]
+        assert (info.embedding_model, info.embedding_dimension) == ("HashEmbeddings(size=1536)",
+                                                                    1536)
+        assert store.index.ntotal == 1
+        assert retriever.invoke("hello world")[0].page_content == "hello world"

@@ -83,6 +83,8 @@ def _answer(arms: dict[str, list[dict[str, Any]] | BaseException]):  # type: ign
             return arms.get("temporal_hop", [])
         if "mentioned_at BETWEEN" in text:
             return arms.get("temporal", [])
+        if '"embedding"::vector(384)) <=>' in text:
+            return arms.get("semantic", [])
         if "FROM memory_units u\nWHERE u.bank_id = %(bank)s AND u.id = ANY" in text:
             wanted = {str(i) for i in query.params["ids"]}  # type: ignore[index]
             return [r for i, r in STORED.items() if i in wanted]
@@ -180,7 +182,7 @@ def test_retain_flow_writes_everything_in_one_plan() -> None:
     def answer(query: Query) -> Any:
         text = statement_text(query)
         if "SELECT embedding_model, embedding_dimension FROM banks" in text:
-            return [{"embedding_model": "fixed-query-384", "embedding_dimension": 384}]
+            return [{"embedding_model": FixedQueryEmbedder.model_name, "embedding_dimension": 384}]
         return []
 
     ids, ops = run_recorded(

@@ -28,6 +28,7 @@ from shared_core.recall.fusion import ArmHit
 from shared_core.recall.query import TagsMatch
 from shared_core.recall.settings import RecallSettings
 from shared_core.recall.timing import Stopwatch
+from shared_core.storage.dimensions import Dimension
 from shared_core.storage.plan import Plan, Query
 from shared_core.types import FactType, TimeWindow
 
@@ -83,7 +84,13 @@ class ArmQuery:
         """The memory filter every arm statement applies to ``u``: tags and metadata (its
         parameters are in :meth:`params`). Filtering inside each arm, before fusion and the
         token cut, is what lets a filtered recall fill its ``k`` with matching memories."""
-        return sql.SQL("({} AND {})").format(tag_clause(self.tags, self.tags_match), self.filter.clause)
+        return sql.SQL("({} AND {})").format(tag_clause(self.tags, self.tags_match),
+                                             self.filter.clause)
+
+    @property
+    def dimension(self) -> Dimension:
+        """The query vector's dimension: the SQL naming its HNSW indexes (migration 0006)."""
+        return Dimension(int(self.vector.shape[0]))
 
     def params(self, **extra: Any) -> dict[str, Any]:
         """The parameters every arm statement shares, plus ``extra``."""

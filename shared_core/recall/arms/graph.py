@@ -11,15 +11,17 @@ from psycopg import sql
 from shared_core.recall.arms import Arm, ArmQuery, ArmResult, rows_or_raise
 from shared_core.recall.fusion import ArmHit
 from shared_core.recall.timing import Stopwatch
+from shared_core.storage.dimensions import Dimension
 from shared_core.storage.plan import Concurrently, Plan, Query
 
 __all__ = ["GRAPH", "graph_statement"]
 _GRAPH_SEEDS = sql.SQL("""
 seeds AS MATERIALIZED (
     SELECT id FROM (
-        SELECT u.id, u.embedding <=> %(qvec)s AS distance FROM memory_units u
-        WHERE u.bank_id = %(bank)s AND u.fact_type = ANY(%(types)s::text[]) AND {tags}
-        ORDER BY u.embedding <=> %(qvec)s
+        SELECT u.id, {vec} <=> {qvec} AS distance FROM memory_units u
+        WHERE u.bank_id = %(bank)s AND u.fact_type = ANY(%(types)s::text[]) AND {dims}
+          AND {tags}
+        ORDER BY {vec} <=> {qvec}
         LIMIT %(seed_limit)s) s
     WHERE 1 - distance >= %(seed_min)s
 )""")
@@ -86,12 +88,15 @@ ORDER BY score DESC, u.id DESC
 LIMIT %(n)s""")
 
 
-def graph_statement(tags: sql.Composable, *, with_entities: bool) -> sql.Composed:
+def graph_statement(tags: sql.Composable, dimension: Dimension, *,
+                    with_entities: bool) -> sql.Composed:
     """Link expansion from the top semantic seeds: shared entities, semantic links (both
     directions) and causal links; ``tanh(0.5 x weighted shared entities) + %(graph_sw)s x
     semantic weight + causal weight``, kept above ``%(graph_min)s``. Tag filters apply inside
     the SQL, to seeds and results alike."""
-    parts: list[sql.Composable] = [sql.SQL("WITH "), _GRAPH_SEEDS.format(tags=tags), sql.SQL(",")]
+    seeds = _GRAPH_SEEDS.format(tags=tags, vec=dimension.column, qvec=dimension.query(),
+                                dims=dimension.predicate)
+    parts: list[sql.Composable] = [sql.SQL("WITH "), seeds, sql.SQL(",")]
     if with_entities:
         parts.append(_GRAPH_ENTITY)
     parts.append(_GRAPH_LINKS)
@@ -115,7 +120,8 @@ def _params(q: ArmQuery) -> dict[str, Any]:
 
 def _start(q: ArmQuery) -> Query:
     return Query(
-        graph_statement(q.where_sql, with_entities=True), _params(q), timeout_ms=q.settings.graph_timeout_ms
+        graph_statement(q.where_sql, q.dimension, with_entities=True), _params(q),
+        timeout_ms=q.settings.graph_timeout_ms
     )
 
 
@@ -132,7 +138,7 @@ def _finish(
         )
         with watch.stage("graph_fallback"):
             (rows,) = yield Concurrently(
-                (Query(graph_statement(q.where_sql, with_entities=False), _params(q)),)
+                (Query(graph_statement(q.where_sql, q.dimension, with_entities=False), _params(q)),)
             )
     # Already ordered by the SQL (score, then id descending).
     return ArmResult(

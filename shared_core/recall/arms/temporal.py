@@ -19,6 +19,7 @@ from shared_core.recall.arms import Arm, ArmQuery, ArmResult, rows_or_raise
 from shared_core.recall.boosts import effective_date
 from shared_core.recall.fusion import ArmHit
 from shared_core.recall.timing import Stopwatch
+from shared_core.storage.dimensions import Dimension
 from shared_core.storage.plan import Plan, Query
 from shared_core.types import DateGrain, TimeWindow
 
@@ -42,19 +43,20 @@ _NEIGHBOUR_NO_DATE_PROXIMITY = 0.3
 _DATED_COLUMNS = sql.SQL("""u.occurred_start, u.occurred_end, u.mentioned_at, u.date_grain""")
 
 _TEMPORAL_ENTRY = sql.SQL("""
-SELECT u.id::text AS id, 1 - (u.embedding <=> %(qvec)s) AS similarity, {dated}
+SELECT u.id::text AS id, 1 - ({vec} <=> {qvec}) AS similarity, {dated}
 FROM memory_units u
-WHERE u.bank_id = %(bank)s AND u.fact_type = ANY(%(types)s::text[]) AND {tags}
+WHERE u.bank_id = %(bank)s AND u.fact_type = ANY(%(types)s::text[]) AND {dims} AND {tags}
   AND ((u.occurred_start IS NOT NULL AND u.occurred_start <= %(wend)s
         AND coalesce(u.occurred_end, u.occurred_start) >= %(wstart)s)
        OR u.mentioned_at BETWEEN %(wstart)s AND %(wend)s)
-ORDER BY u.embedding <=> %(qvec)s
+ORDER BY {vec} <=> {qvec}
 LIMIT %(pool)s""")
 
 
-def temporal_entry_statement(tags: sql.Composable) -> sql.Composed:
+def temporal_entry_statement(tags: sql.Composable, dimension: Dimension) -> sql.Composed:
     """The most similar memories dated inside the window (occurred or mentioned)."""
-    return _TEMPORAL_ENTRY.format(dated=_DATED_COLUMNS, tags=tags)
+    return _TEMPORAL_ENTRY.format(dated=_DATED_COLUMNS, tags=tags, vec=dimension.column,
+                                  qvec=dimension.query(), dims=dimension.predicate)
 
 
 # One hop of spreading along temporal and causal links: for each frontier memory, its
@@ -68,21 +70,22 @@ SELECT f.id::text AS from_id, nxt.to_id::text AS id, nxt.link_type, nxt.weight, 
        nxt.occurred_start, nxt.occurred_end, nxt.mentioned_at, nxt.date_grain
 FROM unnest(%(frontier)s::uuid[]) AS f(id)
 CROSS JOIN LATERAL (
-    SELECT l.to_id, l.link_type, l.weight, 1 - (u.embedding <=> %(qvec)s) AS similarity,
+    SELECT l.to_id, l.link_type, l.weight, 1 - ({vec} <=> {qvec}) AS similarity,
            {dated}
     FROM memory_links l
     JOIN memory_units u ON u.bank_id = l.bank_id AND u.id = l.to_id
     WHERE l.bank_id = %(bank)s AND l.from_id = f.id AND l.weight >= 0.1
       AND l.link_type IN ('temporal', 'causes', 'caused_by', 'enables', 'prevents')
       AND u.fact_type = ANY(%(types)s::text[]) AND {tags}
-      AND 1 - (u.embedding <=> %(qvec)s) >= %(temporal_min)s
+      AND {dims} AND 1 - ({vec} <=> {qvec}) >= %(temporal_min)s
     ORDER BY l.weight DESC
     LIMIT %(fanout)s) nxt""")
 
 
-def temporal_hop_statement(tags: sql.Composable) -> sql.Composed:
+def temporal_hop_statement(tags: sql.Composable, dimension: Dimension) -> sql.Composed:
     """One hop of spreading from ``%(frontier)s`` along temporal and causal links."""
-    return _TEMPORAL_HOP.format(dated=_DATED_COLUMNS, tags=tags)
+    return _TEMPORAL_HOP.format(dated=_DATED_COLUMNS, tags=tags, vec=dimension.column,
+                                qvec=dimension.query(), dims=dimension.predicate)
 
 
 NO_DATE_PROXIMITY = 0.5
@@ -193,7 +196,7 @@ def _spread(
     above ``_TEMPORAL_MIN_SCORE``.
     """
     settings = q.settings
-    statement = temporal_hop_statement(q.where_sql)
+    statement = temporal_hop_statement(q.where_sql, q.dimension)
     best: dict[str, float] = {e.id: temporal_proximity(e.date, window) for e in entries}
     reached: dict[str, dict[str, Any]] = {}
     frontier = list(best)
@@ -228,7 +231,7 @@ def _start(q: ArmQuery) -> Query | None:
     if q.window is None:
         return None
     return Query(
-        temporal_entry_statement(q.where_sql),
+        temporal_entry_statement(q.where_sql, q.dimension),
         q.params(wstart=q.window.start, wend=q.window.end, pool=q.settings.temporal_entry_pool),
     )
 
