@@ -7,6 +7,7 @@ import random
 import signal
 import time
 import uuid
+from typing import Any
 
 import psycopg
 import pytest
@@ -65,5 +66,9 @@ def test_sigkill_mid_retain_leaves_whole_batches_and_exact_stats(engine: MemoryE
     assert stats.memories == len(sizes) * BATCH
     assert consistency_problems(engine.dsn, bank) == []
     # The killed sessions hold no locks: a new retain into the bank goes through.
-    engine.retain(["After the kills."], bank=bank, progress=False)
+    # (with the bank's own embedding model: another one is refused, naming both)
+    namespace: dict[str, Any] = {}
+    exec(HASH_EMBEDDER, namespace)  # the writers' embedder, defined once in conftest
+    with MemoryEngine(engine.dsn, embedder=namespace["HashEmbedder"]()) as same_model:
+        same_model.retain(["After the kills."], bank=bank, progress=False)
     assert engine.stats(bank).memories == len(sizes) * BATCH + 1
