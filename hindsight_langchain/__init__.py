@@ -11,11 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from hindsight_langchain.retriever import (
-        HindsightRetriever,
-        aimport_pgvector_collection,
-        import_pgvector_collection,
-    )
+    from hindsight_langchain._import import aimport_pgvector_collection, import_pgvector_collection
+    from hindsight_langchain.retriever import HindsightRetriever
     from hindsight_langchain.time_weighted import TimeWeightedHindsightRetriever
 
 __all__ = ["HindsightRetriever", "TimeWeightedHindsightRetriever", "aimport_pgvector_collection",
@@ -23,8 +20,8 @@ __all__ = ["HindsightRetriever", "TimeWeightedHindsightRetriever", "aimport_pgve
 
 _WHERE = {
     "HindsightRetriever": "hindsight_langchain.retriever",
-    "import_pgvector_collection": "hindsight_langchain.retriever",
-    "aimport_pgvector_collection": "hindsight_langchain.retriever",
+    "import_pgvector_collection": "hindsight_langchain._import",
+    "aimport_pgvector_collection": "hindsight_langchain._import",
     "TimeWeightedHindsightRetriever": "hindsight_langchain.time_weighted",
 }
 

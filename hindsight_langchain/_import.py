@@ -30,12 +30,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import psycopg
+from langchain_core.documents import Document
 from psycopg import sql
 
-from hindsight_langchain._common import resolve_engine
-from shared_core import ConfigurationError, MemoryEngine, MemoryItem
-from shared_core.engine import AsyncMemoryEngine, check_bank
+from hindsight_langchain.documents import document_to_item
+from shared_core.engine import AsyncMemoryEngine, MemoryEngine
+from shared_core.errors import ConfigurationError
+from shared_core.integrations import resolve_engine
 from shared_core.server import normalise_dsn
+from shared_core.types import MemoryItem, check_bank
 
 __all__ = ["aimport_pgvector_collection", "import_pgvector_collection"]
 
@@ -171,10 +174,6 @@ def _page_params(source: _Source, after: Any, first: bool, limit: int) -> dict[s
 
 def _items(source: _Source, rows: Sequence[tuple[Any, ...]], options: _Options
            ) -> list[MemoryItem]:
-    from langchain_core.documents import Document
-
-    from hindsight_langchain.retriever import document_to_item
-
     items: list[MemoryItem] = []
     for row in rows:
         source_id, text, raw_meta, vector = row[:4]
@@ -393,7 +392,7 @@ def import_pgvector_collection(
     transaction: after a failure, the batches already imported stay, and re-running the import
     completes it. Rows with empty text are skipped (with a warning).
 
-    >>> ids = import_pgvector_collection(engine, collection_name="docs", bank="docs",
+    >>> ids = import_pgvector_collection(engine, collection_name="docs", bank="docs",  # doctest: +SKIP
     ...                                  embedding_model="all-MiniLM-L6-v2")
     """
     eng, dsn, plan = _start(

@@ -91,12 +91,12 @@ class TimeWeightedHindsightRetriever(BaseRetriever):
             full recall, its score multiplied by ``(1 - decay_rate) ** hours_since_access``).
         embeddings: embeddings to use instead of ``vectorstore.embeddings``.
 
-    >>> from langchain_core.documents import Document
-    >>> retriever = TimeWeightedHindsightRetriever(engine=engine, bank="agent", k=1,
+    >>> from langchain_core.documents import Document  # doctest: +SKIP
+    >>> retriever = TimeWeightedHindsightRetriever(engine=engine, bank="agent", k=1,  # doctest: +SKIP
     ...                                            decay_rate=0.99)
-    >>> retriever.add_documents([Document(page_content="hello world")])
+    >>> retriever.add_documents([Document(page_content="hello world")])  # doctest: +SKIP
     ['0196...']
-    >>> retriever.invoke("hello")[0].metadata["buffer_idx"]
+    >>> retriever.invoke("hello")[0].metadata["buffer_idx"]  # doctest: +SKIP
     0
     """
 
@@ -563,8 +563,7 @@ class TimeWeightedHindsightRetriever(BaseRetriever):
                   vectors: list[npt.NDArray[np.float32]] | None) -> Plan[tuple[int, list[str]]]:
         # One transaction: lock the bank's stream, retain, then number the new entries.
         yield tw.Query(tw.LOCK, {"key": tw.lock_key(self.bank)}, fetch="one")
-        retain_flow = self.engine._retain_flow  # the engine's retain as a composable plan
-        ids: list[str] = yield from retain_flow(items, self.bank, None, False)
+        ids: list[str] = yield from self.engine.retain_plan(items, bank=self.bank)
         result: tuple[int, list[str]] = yield from tw.finalise_plan(
             self.bank, ids, la, ca, lambda rel: vectors[rel] if vectors is not None else None,
             lock=False)

@@ -1,17 +1,16 @@
 """``HindsightRetriever`` for LlamaIndex: TEMPR recall as a ``llama_index.core`` retriever.
 
->>> from llama_index.core.query_engine import RetrieverQueryEngine
->>> from hindsight_llamaindex import HindsightRetriever
->>> retriever = HindsightRetriever(engine, bank="demo", similarity_top_k=5)
->>> retriever.insert([Document(text="Alice joined Google in March 2021.")])
->>> nodes = retriever.retrieve("Where does Alice work?")
->>> engine_ = RetrieverQueryEngine.from_args(retriever, llm=llm)
+>>> from llama_index.core.query_engine import RetrieverQueryEngine  # doctest: +SKIP
+>>> from hindsight_llamaindex import HindsightRetriever  # doctest: +SKIP
+>>> retriever = HindsightRetriever(engine, bank="demo", similarity_top_k=5)  # doctest: +SKIP
+>>> retriever.insert([Document(text="Alice joined Google in March 2021.")])  # doctest: +SKIP
+>>> nodes = retriever.retrieve("Where does Alice work?")  # doctest: +SKIP
+>>> engine_ = RetrieverQueryEngine.from_args(retriever, llm=llm)  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
 import dataclasses
-import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -36,12 +35,12 @@ from llama_index.core.vector_stores.types import (
     MetadataFilters,
 )
 from llama_index_instrumentation import get_dispatcher
+from typing_extensions import Unpack
 
-from hindsight_langchain._common import EngineHandle, first_date, iso_or_none, resolve_engine
-from shared_core import MemoryEngine, MemoryItem, RecallResult
-from shared_core.config import DEFAULT_BANK, DEFAULT_MAX_TOKENS
-from shared_core.engine import AsyncMemoryEngine
-from shared_core.types import FACT_TYPES, RecalledMemory
+from shared_core.engine import AsyncMemoryEngine, MemoryEngine
+from shared_core.integrations import EngineHandle, memory_item, memory_metadata, resolve_engine
+from shared_core.recall.options import RecallKwargs, RecallOptions
+from shared_core.types import MemoryItem, RecalledMemory, RecallResult
 
 __all__ = ["HindsightRecallEvent", "HindsightRetriever", "memory_to_node"]
 
@@ -68,17 +67,7 @@ class HindsightRecallEvent(BaseEvent):
 
 def memory_to_node(memory: RecalledMemory, bank: str) -> NodeWithScore:
     """A recalled memory as ``NodeWithScore(TextNode(id_=memory id, ...), score)``."""
-    meta: dict[str, Any] = dict(memory.metadata)
-    meta.update({
-        "memory_id": memory.id, "score": float(memory.score), "fact_type": memory.fact_type,
-        "occurred_start": iso_or_none(memory.occurred_start),
-        "occurred_end": iso_or_none(memory.occurred_end),
-        "mentioned_at": iso_or_none(memory.mentioned_at), "tags": list(memory.tags),
-        "document_id": memory.document_id, "chunk_id": memory.chunk_id,
-        "entities": list(memory.entities), "bank": bank,
-        "scores": {k: (dict(v) if isinstance(v, Mapping) else v)
-                   for k, v in dataclasses.asdict(memory.scores).items()},
-    })
+    meta: dict[str, Any] = {**memory_metadata(memory), "memory_id": memory.id, "bank": bank}
     relationships: dict[NodeRelationship, RelatedNodeInfo | list[RelatedNodeInfo]] = {}
     if memory.document_id is not None:
         relationships[NodeRelationship.SOURCE] = RelatedNodeInfo(node_id=memory.document_id)
@@ -93,19 +82,11 @@ def node_to_item(node: BaseNode) -> MemoryItem:
     """A LlamaIndex document or node as a :class:`~shared_core.MemoryItem` (text without
     metadata; the first of ``occurred_at``/``timestamp``/``created_at``/``date`` dates it; the
     source document id, or the document's own id, becomes ``document_id``)."""
-    meta = dict(node.metadata)
-    tags = meta.get("tags")
-    fact_type = meta.get("fact_type")
     from llama_index.core.schema import Document
 
     document_id = node.id_ if isinstance(node, Document) else node.ref_doc_id
-    return MemoryItem(
-        text=node.get_content(metadata_mode=MetadataMode.NONE), metadata=meta,
-        occurred_start=first_date(meta),
-        fact_type=fact_type if fact_type in FACT_TYPES else "world",
-        tags=tuple(tags) if isinstance(tags, list | tuple)
-        and all(isinstance(t, str) for t in tags) else (),
-        document_id=document_id)
+    return memory_item(node.get_content(metadata_mode=MetadataMode.NONE), node.metadata,
+                       document_id=document_id)
 
 
 # ------------------------------------------------------------------ metadata filters
@@ -190,45 +171,39 @@ class HindsightRetriever(BaseRetriever):
         similarity_top_k: how many nodes to return at most.
         filters: ``MetadataFilters``; ``tags`` and ``fact_type`` filters are pushed into recall,
             every filter is also checked on each memory's metadata.
-        max_tokens, budget, types, tags, tags_match, include_chunks, reranker: recall options.
+        options: any :class:`~shared_core.recall.options.RecallOptions` field (``bank``,
+            ``max_tokens``, ``budget``, ``types``, ``tags``, ``tags_match``, ``include_chunks``,
+            ``reranker``, ...), validated here.
 
     Implements ``_aretrieve`` natively (async Postgres), emits :class:`HindsightRecallEvent`
     through LlamaIndex instrumentation, and plugs into ``RetrieverQueryEngine``.
 
-    >>> from llama_index.core.vector_stores.types import MetadataFilter, MetadataFilters
-    >>> r = HindsightRetriever(engine, bank="demo", similarity_top_k=3,
+    >>> from llama_index.core.vector_stores.types import MetadataFilter, MetadataFilters  # doctest: +SKIP
+    >>> r = HindsightRetriever(engine, bank="demo", similarity_top_k=3,  # doctest: +SKIP
     ...                        filters=MetadataFilters(filters=[MetadataFilter(key="tags",
     ...                                                                        value="work")]))
-    >>> [n.node.id_ for n in r.retrieve("Where does Alice work?")]
+    >>> [n.node.id_ for n in r.retrieve("Where does Alice work?")]  # doctest: +SKIP
     ['0196...', ...]
     """
 
     def __init__(self, engine: MemoryEngine | AsyncMemoryEngine | None = None, *,
-                 dsn: str | None = None, bank: str = DEFAULT_BANK,
-                 similarity_top_k: int = DEFAULT_SIMILARITY_TOP_K,
-                 filters: MetadataFilters | None = None, max_tokens: int = DEFAULT_MAX_TOKENS,
-                 budget: str = "mid", types: Sequence[str] | None = None,
-                 tags: Sequence[str] | None = None, tags_match: str = "any",
-                 include_chunks: bool = False, reranker: Any = None,
+                 dsn: str | None = None, similarity_top_k: int = DEFAULT_SIMILARITY_TOP_K,
+                 filters: MetadataFilters | None = None,
                  callback_manager: CallbackManager | None = None,
                  object_map: dict[str, Any] | None = None, objects: list[IndexNode] | None = None,
-                 verbose: bool = False) -> None:
+                 verbose: bool = False, **options: Unpack[RecallKwargs]) -> None:
         if similarity_top_k < 1:
             raise ValueError("similarity_top_k must be >= 1")
+        self.options = RecallOptions(**options)
         self._handle: EngineHandle = resolve_engine(engine, dsn)
-        self.bank = bank
         self.similarity_top_k = similarity_top_k
         self.filters = filters
-        self.max_tokens = max_tokens
-        self.budget = budget
-        self.types = list(types) if types is not None else None
-        self.tags = list(tags) if tags is not None else None
-        self.tags_match = tags_match
-        self.include_chunks = include_chunks
-        self.reranker = reranker
-        self._lock = threading.Lock()
         super().__init__(callback_manager=callback_manager, object_map=object_map,
                          objects=objects, verbose=verbose)
+
+    @property
+    def bank(self) -> str:
+        return self.options.bank
 
     @property
     def engine(self) -> MemoryEngine:
@@ -240,15 +215,13 @@ class HindsightRetriever(BaseRetriever):
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(bank={self.bank!r}, "
-                f"similarity_top_k={self.similarity_top_k}, budget={self.budget!r}, "
+                f"similarity_top_k={self.similarity_top_k}, budget={self.options.budget!r}, "
                 f"filters={self.filters!r}, engine={self.engine!r})")
 
     # ------------------------------------------------------------------ retrieval
     def _options(self) -> dict[str, Any]:
-        options: dict[str, Any] = {
-            "bank": self.bank, "max_tokens": self.max_tokens, "budget": self.budget,
-            "types": self.types, "tags": self.tags, "tags_match": self.tags_match,
-            "include_chunks": self.include_chunks, "reranker": self.reranker}
+        """This retriever's options, with the filters' pushdown on top."""
+        options = {f.name: getattr(self.options, f.name) for f in dataclasses.fields(RecallOptions)}
         options.update(_pushdown(self.filters))
         return options
 
@@ -258,7 +231,7 @@ class HindsightRetriever(BaseRetriever):
             node = memory_to_node(memory, self.bank)
             if self.filters is not None and not matches(self.filters, node.node.metadata):
                 continue
-            if self.include_chunks and memory.chunk_id is not None \
+            if self.options.include_chunks and memory.chunk_id is not None \
                     and memory.chunk_id in result.chunks:
                 node.node.metadata["chunk"] = result.chunks[memory.chunk_id]
             nodes.append(node)

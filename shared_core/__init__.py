@@ -1,7 +1,7 @@
 """hindsight-retrievers core: the TEMPR retain/recall pipeline on Postgres + pgvector.
 
->>> from shared_core import MemoryEngine
->>> with MemoryEngine() as engine:
+>>> from shared_core import MemoryEngine  # doctest: +SKIP
+>>> with MemoryEngine() as engine:  # doctest: +SKIP
 ...     engine.retain(["Alice works at Google."], bank="demo")
 """
 
@@ -13,11 +13,14 @@ from shared_core.errors import (
     ExtensionUnavailableError,
     HindsightError,
     InvalidItemError,
+    InvalidOptionError,
     InvalidQueryError,
     InvalidTimeWindowError,
     ModelUnavailableError,
     SchemaError,
 )
+from shared_core.recall.options import RecallOptions
+from shared_core.recall.settings import RecallSettings
 from shared_core.types import (
     MemoryItem,
     MemoryRecord,
@@ -40,13 +43,16 @@ __all__ = [
     "ExtensionUnavailableError",
     "HindsightError",
     "InvalidItemError",
+    "InvalidOptionError",
     "InvalidQueryError",
     "InvalidTimeWindowError",
     "MemoryEngine",
     "MemoryItem",
     "MemoryRecord",
     "ModelUnavailableError",
+    "RecallOptions",
     "RecallResult",
+    "RecallSettings",
     "RecallTrace",
     "RecalledMemory",
     "SchemaError",

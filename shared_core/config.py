@@ -102,15 +102,33 @@ DEFAULT_FREEZE_GC_AFTER_LOAD: Final = True
 
 
 # --- engine configuration -------------------------------------------------------------------
-from dataclasses import dataclass  # noqa: E402  (constants above are the module's point)
+from dataclasses import dataclass, field  # noqa: E402  (constants above are the module's point)
+from typing import TYPE_CHECKING  # noqa: E402
+
+if TYPE_CHECKING:
+    from shared_core.recall.settings import RecallSettings
+
+
+def _default_recall_settings() -> RecallSettings:
+    # Imported here: recall.settings reads the constants above, so a module-level import
+    # would be circular.
+    from shared_core.recall.settings import RecallSettings
+
+    return RecallSettings()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EngineConfig:
-    """Tunables of an engine. Every field defaults to the named constant above.
+    """Tunables of an engine. Every field defaults to the named constant above; ``recall``
+    holds the recall tunables (:class:`~shared_core.recall.settings.RecallSettings`).
+    Change either with :func:`dataclasses.replace`.
 
     >>> EngineConfig(unit_max_tokens=256).unit_max_tokens
     256
+    >>> import dataclasses
+    >>> config = EngineConfig()
+    >>> dataclasses.replace(config, recall=dataclasses.replace(config.recall, rrf_k=30)).recall.rrf_k
+    30
     """
 
     ts_config: str = DEFAULT_TS_CONFIG
@@ -130,3 +148,12 @@ class EngineConfig:
     hnsw_ef_search: int = DEFAULT_HNSW_EF_SEARCH
     hnsw_max_scan_tuples: int = DEFAULT_HNSW_MAX_SCAN_TUPLES
     freeze_gc_after_load: bool = DEFAULT_FREEZE_GC_AFTER_LOAD
+    recall: RecallSettings = field(default_factory=_default_recall_settings)
+
+    def __post_init__(self) -> None:
+        # The keyword arm must parse queries with the configuration retain indexed with.
+        if self.recall.ts_config != self.ts_config:
+            import dataclasses
+
+            object.__setattr__(self, "recall",
+                               dataclasses.replace(self.recall, ts_config=self.ts_config))

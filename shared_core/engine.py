@@ -1,10 +1,12 @@
 """``MemoryEngine``: the public entry point (sync methods and their ``a``-prefixed async twins).
 
-The engine owns the connection pools, the models and the configuration. Every operation is a
-sans-I/O plan (see :mod:`shared_core.storage.plan`) executed by the sync or the async runner,
-so both faces share one implementation.
+The engine is a shell: its connections live in :class:`~shared_core.storage.pools.Pools`, its
+models in :class:`~shared_core.models.Models`, and every operation is a sans-I/O plan
+(:mod:`shared_core.recall.pipeline`, :mod:`shared_core.retain.flow`,
+:mod:`shared_core.storage.queries`) run by the sync or the async runner, so both faces share
+one implementation.
 
->>> with MemoryEngine() as engine:                       # embedded Postgres, default models
+>>> with MemoryEngine() as engine:                       # embedded Postgres, default models  # doctest: +SKIP
 ...     ids = engine.retain(["Alice joined Google in March 2021."], bank="demo")
 ...     result = engine.recall("Where does Alice work?", bank="demo")
 """
@@ -14,72 +16,37 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime as _dt
-import gc
-import threading
 import warnings
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import numpy as np
-import numpy.typing as npt
 import psycopg
-from pgvector.psycopg import register_vector, register_vector_async
-from psycopg import sql
-from psycopg_pool import AsyncConnectionPool, ConnectionPool
+from typing_extensions import Unpack
 
-from shared_core.config import (
-    DEFAULT_BANK,
-    DEFAULT_MAX_CHUNK_TOKENS,
-    DEFAULT_MAX_TOKENS,
-    DEFAULT_TEMPORAL_LINK_FLOOR,
-    EngineConfig,
-)
-from shared_core.embedding import default_embedder
-from shared_core.errors import (
-    ConfigurationError,
-    DimensionMismatchError,
-    HindsightError,
-    InvalidItemError,
-)
-from shared_core.protocols import (
-    DateParser,
-    Embedder,
-    EntityExtractor,
-    PairScorer,
-    TokenCounter,
-)
-from shared_core.recall.pipeline import RecallContext, RecallOptions, RecallSettings, recall_plan
+from shared_core.config import DEFAULT_BANK, EngineConfig
+from shared_core.errors import ConfigurationError, DimensionMismatchError
+from shared_core.models import Models
+from shared_core.protocols import DateParser, Embedder, EntityExtractor, TokenCounter
+from shared_core.recall.options import RecallKwargs, RecallOptions, RerankerSpec
+from shared_core.recall.pipeline import RecallContext, recall_plan
 from shared_core.recall.rerank import Reranker
-from shared_core.retain.extract import extract
-from shared_core.retain.plan import RetainRequest, merge_vectors, retain_plan
-from shared_core.retain.prepare import coerce_items, prepare_units
-from shared_core.schema import (
-    apply_migrations,
-    ensure_extensions,
-    schema_dimension,
-    schema_model,
-)
+from shared_core.recall.settings import RecallSettings
+from shared_core.retain.flow import RetainContext, retain_flow
+from shared_core.schema import apply_migrations, ensure_extensions, schema_dimension, schema_model
 from shared_core.server import acquire_embedded, normalise_dsn, release_embedded
 from shared_core.storage import queries
-from shared_core.storage.plan import Compute, Plan
-from shared_core.storage.runner import run_async, run_sync
-from shared_core.tokens import default_token_counter
-from shared_core.types import ArmName, MemoryRecord, RecallResult, TimeWindow
+from shared_core.storage.plan import Plan
+from shared_core.storage.pools import Pools
+from shared_core.types import MemoryRecord, RecallResult, check_bank
 
 if TYPE_CHECKING:
     from shared_core.extraction.facts import FactExtractor
 
-__all__ = ["AsyncMemoryEngine", "BankInfo", "BankStats", "MemoryEngine"]
+__all__ = ["AsyncMemoryEngine", "BankInfo", "BankStats", "MemoryEngine", "check_bank"]
 
 T = TypeVar("T")
-_MAX_BANK_LENGTH = 200
-_SESSION_SETTINGS = sql.SQL(
-    "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', false), "
-    "set_config('hnsw.ef_search', {ef}, false), "
-    "set_config('hnsw.max_scan_tuples', {tuples}, false)")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -106,31 +73,10 @@ class BankStats:
     links_by_type: dict[str, int] = field(default_factory=dict)
 
 
-def check_bank(bank: str) -> str:
-    if not isinstance(bank, str) or not bank.strip():
-        raise ConfigurationError("bank must be a non-empty string")
-    if len(bank) > _MAX_BANK_LENGTH or "\x00" in bank:
-        raise ConfigurationError(f"bank must be at most {_MAX_BANK_LENGTH} characters, no NUL")
-    return bank
-
-
 def _utcnow() -> _dt.datetime:
     # Looked up through the module at call time so langchain's mock_now applies.
     now = _dt.datetime.now(_dt.UTC)
     return now if now.tzinfo is not None else now.replace(tzinfo=_dt.UTC)
-
-
-async def _close_at_loop_shutdown(pool: AsyncConnectionPool[Any]) -> None:
-    """Close ``pool`` when its event loop shuts down (``asyncio.run`` ending cancels every
-    task). The pool's own workers may be cancelled mid-connect and go back to waiting for work
-    (psycopg_pool retries a failed connection), which hung ``asyncio.run``'s exit; closing the
-    pool sends them their stop message. A no-op once the pool is closed by ``aclose``."""
-    try:
-        await asyncio.Event().wait()
-    except asyncio.CancelledError:
-        if not pool.closed:
-            await pool.close(timeout=1.0)
-        raise
 
 
 class MemoryEngine:
@@ -142,7 +88,12 @@ class MemoryEngine:
         data_dir: the embedded server's data directory (default: the user data dir).
         embedder: an :class:`~shared_core.protocols.Embedder` (default all-MiniLM-L6-v2).
         token_counter: a :class:`~shared_core.protocols.TokenCounter` (default cl100k_base).
-        config: an :class:`~shared_core.config.EngineConfig`.
+        date_parser: a :class:`~shared_core.protocols.DateParser` (default Duckling).
+        entity_extractor: an :class:`~shared_core.protocols.EntityExtractor` (default spaCy).
+        reranker: the default reranker of every recall (default: the cross-encoder, or
+            passthrough when it cannot load offline).
+        config: an :class:`~shared_core.config.EngineConfig` (recall tunables in
+            ``config.recall``).
 
     Naive datetimes given to the engine are taken as UTC. The engine is thread-safe; close it
     (or use it as a context manager) to release its connections and the embedded server.
@@ -150,7 +101,10 @@ class MemoryEngine:
 
     def __init__(self, dsn: str | None = None, *, data_dir: str | Path | None = None,
                  embedder: Embedder | None = None, token_counter: TokenCounter | None = None,
-                 config: EngineConfig | None = None, **components: Any) -> None:
+                 date_parser: DateParser | None = None,
+                 entity_extractor: EntityExtractor | None = None,
+                 reranker: RerankerSpec | None = None,
+                 config: EngineConfig | None = None) -> None:
         self.config = config or EngineConfig()
         self._embedded_path: Path | None = None
         if dsn is None:
@@ -159,38 +113,43 @@ class MemoryEngine:
             if data_dir is not None:
                 raise ConfigurationError("pass either dsn= or data_dir= (embedded), not both")
             self.dsn = normalise_dsn(dsn)
-        self._embedder = embedder
-        self._counter = token_counter
-        self._components = components
-        self.recall_settings = RecallSettings(ts_config=self.config.ts_config)
-        self._lock = threading.Lock()
-        self._pool: ConnectionPool[Any] | None = None
-        self._async_pools: dict[asyncio.AbstractEventLoop, AsyncConnectionPool[Any]] = {}
-        self._pool_closers: dict[asyncio.AbstractEventLoop, asyncio.Task[None]] = {}
-        self._pools_opening: dict[asyncio.AbstractEventLoop,
-                                  asyncio.Future[AsyncConnectionPool[Any]]] = {}
-        self._executor: ThreadPoolExecutor | None = None
+        self.models = Models(embedder=embedder, token_counter=token_counter,
+                             date_parser=date_parser, entity_extractor=entity_extractor,
+                             freeze_gc_after_load=self.config.freeze_gc_after_load)
+        self._reranker = reranker
+        cfg = self.config
+        self._pools = Pools(self.dsn, bootstrap=self._bootstrap, min_size=cfg.pool_min_size,
+                            max_size=cfg.pool_max_size, ef_search=cfg.hnsw_ef_search,
+                            max_scan_tuples=cfg.hnsw_max_scan_tuples)
         self._closed = False
 
     # ---------------------------------------------------------------- components
     @property
     def embedder(self) -> Embedder:
-        if self._embedder is None:
-            self._embedder = default_embedder()
-            self._models_loaded()
-        return self._embedder
+        return self.models.embedder
 
     @property
     def token_counter(self) -> TokenCounter:
-        if self._counter is None:
-            self._counter = default_token_counter()
-        return self._counter
+        return self.models.token_counter
 
-    def _models_loaded(self) -> None:
-        # Model objects live as long as the process: keep the cyclic collector from
-        # rescanning them in every full collection (see DEFAULT_FREEZE_GC_AFTER_LOAD).
-        if self.config.freeze_gc_after_load:
-            gc.freeze()
+    @property
+    def date_parser(self) -> DateParser | None:
+        """The date parser for query windows (and retain); None if it cannot load."""
+        return self.models.date_parser
+
+    @property
+    def entity_extractor(self) -> EntityExtractor | None:
+        """The entity extractor used at retain (spaCy by default); None if it cannot load."""
+        return self.models.entity_extractor
+
+    @property
+    def recall_settings(self) -> RecallSettings:
+        """``config.recall``; assigning replaces it in ``config`` (``dataclasses.replace``)."""
+        return self.config.recall
+
+    @recall_settings.setter
+    def recall_settings(self, settings: RecallSettings) -> None:
+        self.config = dataclasses.replace(self.config, recall=settings)
 
     # ---------------------------------------------------------------- lifecycle
     def _bootstrap(self) -> None:
@@ -209,128 +168,30 @@ class MemoryEngine:
             raise ConfigurationError(f"cannot connect to Postgres at {self._safe_dsn()}: {exc}"
                                      ) from exc
 
-    def _session_settings(self) -> sql.Composed:
-        # Iterative scans let a filtered ANN query (bank, fact type, tags) return its full LIMIT
-        # instead of stopping at ef_search candidates.
-        return _SESSION_SETTINGS.format(ef=sql.Literal(str(int(self.config.hnsw_ef_search))),
-                                        tuples=sql.Literal(
-                                            str(int(self.config.hnsw_max_scan_tuples))))
-
-    def _configure_sync(self, conn: psycopg.Connection[Any]) -> None:
-        register_vector(conn)
-        conn.execute(self._session_settings())
-        conn.commit()
-
-    async def _configure_async(self, conn: psycopg.AsyncConnection[Any]) -> None:
-        await register_vector_async(conn)
-        await conn.execute(self._session_settings())
-        await conn.commit()
-
-    def _sync_pool(self) -> ConnectionPool[Any]:
-        if self._closed:
-            raise HindsightError("this engine is closed")
-        if self._pool is None:
-            with self._lock:
-                if self._pool is None:
-                    self._bootstrap()
-                    self._executor = ThreadPoolExecutor(max_workers=4,
-                                                        thread_name_prefix="hindsight")
-                    self._pool = ConnectionPool(
-                        self.dsn, min_size=self.config.pool_min_size,
-                        max_size=self.config.pool_max_size, configure=self._configure_sync,
-                        open=True, name="hindsight")
-        return self._pool
-
-    async def _async_pool(self) -> AsyncConnectionPool[Any]:
-        loop = asyncio.get_running_loop()
-        pool = self._async_pools.get(loop)
-        if pool is not None:
-            return pool
-        # Concurrent first calls on one loop (gather of arecalls) must share one pool: each
-        # used to open its own, and the orphans' workers hung asyncio.run's exit.
-        opening = self._pools_opening.get(loop)
-        if opening is not None:
-            return await asyncio.shield(opening)
-        opening = loop.create_future()
-        self._pools_opening[loop] = opening
-        try:
-            pool = await self._open_async_pool(loop)
-        except asyncio.CancelledError:
-            opening.cancel()
-            raise
-        except BaseException as exc:
-            opening.set_exception(exc)
-            opening.exception()  # mark it retrieved: the waiters, if any, get it too
-            raise
-        finally:
-            self._pools_opening.pop(loop, None)
-        opening.set_result(pool)
-        return pool
-
-    async def _open_async_pool(self, loop: asyncio.AbstractEventLoop
-                               ) -> AsyncConnectionPool[Any]:
-        # Bootstrapping (models, migrations) is blocking work: keep it off the loop.
-        await asyncio.to_thread(self._sync_pool)
-        for stale in [lp for lp in self._async_pools if lp.is_closed()]:
-            del self._async_pools[stale]
-            self._pool_closers.pop(stale, None)
-        pool = AsyncConnectionPool(
-            self.dsn, min_size=self.config.pool_min_size,
-            max_size=self.config.pool_max_size, configure=self._configure_async,
-            open=False, name="hindsight-async")
-        await pool.open()
-        self._async_pools[loop] = pool
-        # The loop keeps only a weak reference to a task: hold this one.
-        self._pool_closers[loop] = loop.create_task(
-            _close_at_loop_shutdown(pool), name="hindsight-async-pool-closer")
-        return pool
-
     def run(self, plan: Plan[T]) -> T:
         """Run a sans-I/O plan (see :mod:`shared_core.storage.plan`) in one transaction.
 
         The extension point for adapters and advanced users: write a plan once, run it with
         :meth:`run` or :meth:`arun`.
         """
-        pool = self._sync_pool()
-        assert self._executor is not None
-        return run_sync(pool, plan, executor=self._executor)
+        return self._pools.run(plan)
 
     async def arun(self, plan: Plan[T]) -> T:
         """Async twin of :meth:`run`."""
-        return await run_async(await self._async_pool(), plan)
-
-    _run = run
-    _arun = arun
+        return await self._pools.arun(plan)
 
     def close(self) -> None:
         """Close the pools and release the embedded server (stopped when no engine uses it)."""
         if self._closed:
             return
         self._closed = True
-        if self._pool is not None:
-            self._pool.close()
-        for loop, pool in list(self._async_pools.items()):
-            if not loop.is_closed() and loop.is_running():
-                # Closing from another loop is not possible; the pool's workers die with it.
-                continue
-            if not loop.is_closed():
-                loop.run_until_complete(pool.close())
-        self._async_pools.clear()
-        self._pool_closers.clear()
-        if self._executor is not None:
-            self._executor.shutdown(wait=False)
+        self._pools.close()
         if self._embedded_path is not None:
             release_embedded(self._embedded_path)
 
     async def aclose(self) -> None:
         """Async twin of :meth:`close`."""
-        loop = asyncio.get_running_loop()
-        pool = self._async_pools.pop(loop, None)
-        if pool is not None:
-            await pool.close()
-        closer = self._pool_closers.pop(loop, None)
-        if closer is not None:
-            closer.cancel()
+        await self._pools.aclose()
         await asyncio.to_thread(self.close)
 
     def __enter__(self) -> MemoryEngine:
@@ -364,61 +225,14 @@ class MemoryEngine:
         return f"<MemoryEngine {state} {where}>"
 
     # ---------------------------------------------------------------- retain
-    def _embed_with_progress(self, texts: list[str], progress: bool
-                             ) -> npt.NDArray[np.float32]:
-        size = self.config.embed_batch_size
-        if not progress or len(texts) <= self.config.progress_threshold:
-            return self.embedder.embed_documents(texts)
-        from tqdm.auto import tqdm
-
-        parts = []
-        with tqdm(total=len(texts), desc="embedding", unit="memory") as bar:
-            for start in range(0, len(texts), size):
-                parts.append(self.embedder.embed_documents(texts[start:start + size]))
-                bar.update(len(parts[-1]))
-        return np.concatenate(parts, axis=0)
-
-    def _prepare_retain(self, items: Sequence[Any], bank: str, document_id: str | None,
-                        progress: bool) -> tuple[RetainRequest, npt.NDArray[np.float32]]:
-        now = _utcnow()
-        validated = coerce_items(items, document_id=document_id)
-        units, chunks = prepare_units(
-            validated, now=now, unit_max_tokens=self.config.unit_max_tokens,
-            window_tokens=self.config.sentence_window_tokens, counter=self.token_counter)
-        vectors = merge_vectors(validated, units,
-                                lambda texts: self._embed_with_progress(texts, progress))
-        cfg = self.config
-        extraction = extract(
-            units, validated,
-            date_parser=self.date_parser if cfg.extract_dates else None,
-            entity_extractor=self.entity_extractor if cfg.extract_entities else None,
-            entity_threshold=cfg.entity_similarity_threshold)
-        replace = sorted({i.document_id for i in validated if i.document_id is not None})
-        request = RetainRequest(
-            bank=bank, items=validated, units=extraction.units, chunks=chunks,
-            replace_documents=replace, embedding_model=self.embedder.model_name,
-            ts_config=cfg.ts_config, now=now, signals=extraction.signals, cjk=extraction.cjk,
-            entities=extraction.entities, entity_threshold=cfg.entity_similarity_threshold,
-            semantic_link_min=cfg.semantic_link_min_similarity,
-            semantic_link_k=cfg.semantic_link_top_k, temporal_link_k=cfg.temporal_link_top_k,
-            temporal_link_floor=DEFAULT_TEMPORAL_LINK_FLOOR, cue_links=cfg.causal_cue_links)
-        return request, vectors
-
-    def _retain_flow(self, items: Iterable[Any], bank: str, document_id: str | None,
-                     progress: bool, fact_extractor: FactExtractor | None = None
-                     ) -> Plan[list[str]]:
-        check_bank(bank)
-        materialised = list(items) if not isinstance(items, str | bytes) else items
-        if fact_extractor is not None and not isinstance(materialised, str | bytes):
-            for index, raw in enumerate(materialised):
-                if not isinstance(raw, str):
-                    raise InvalidItemError(index, "with a fact_extractor, items must be strings "
-                                                  "(the extractor turns them into facts)")
-            materialised = yield Compute(fact_extractor.extract_facts, (materialised,))
-        request, vectors = yield Compute(self._prepare_retain,
-                                         (materialised, bank, document_id, progress))
-        ids: list[str] = yield from retain_plan(request, vectors)
-        return ids
+    def retain_plan(self, items: Iterable[Any], *, bank: str = DEFAULT_BANK,
+                    document_id: str | None = None, progress: bool = False,
+                    fact_extractor: FactExtractor | None = None) -> Plan[list[str]]:
+        """:meth:`retain` as a plan, to compose with other statements in one transaction
+        (run it with :meth:`run` / :meth:`arun`, or ``yield from`` it inside a plan)."""
+        context = RetainContext(models=self.models, config=self.config, now=_utcnow)
+        return retain_flow(context, items, bank=bank, document_id=document_id,
+                           progress=progress, fact_extractor=fact_extractor)
 
     def retain(self, items: Iterable[Any], *, bank: str = DEFAULT_BANK,
                document_id: str | None = None, progress: bool = True,
@@ -434,174 +248,143 @@ class MemoryEngine:
         LangChainFactExtractor` over any chat model), string items are first turned into
         facts, with entities, dates and causal links, by the LLM; without one, no LLM is used.
 
-        >>> engine.retain(["Alice works at Google.",
+        >>> engine.retain(["Alice works at Google.",  # doctest: +SKIP
         ...                {"text": "Bob moved to Paris.", "tags": ["bob"]}], bank="demo")
         ['0196...', '0196...']
         """
-        return self._run(self._retain_flow(items, bank, document_id, progress, fact_extractor))
+        return self.run(self.retain_plan(items, bank=bank, document_id=document_id,
+                                         progress=progress, fact_extractor=fact_extractor))
 
     async def aretain(self, items: Iterable[Any], *, bank: str = DEFAULT_BANK,
                       document_id: str | None = None, progress: bool = True,
                       fact_extractor: FactExtractor | None = None) -> list[str]:
         """Async twin of :meth:`retain`."""
-        return await self._arun(self._retain_flow(items, bank, document_id, progress,
-                                                  fact_extractor))
+        return await self.arun(self.retain_plan(items, bank=bank, document_id=document_id,
+                                                progress=progress, fact_extractor=fact_extractor))
 
     # ---------------------------------------------------------------- recall
-    @property
-    def date_parser(self) -> DateParser | None:
-        """The date parser for query windows (and retain); None if it cannot load."""
-        if "date_parser" not in self._components:
-            try:
-                from shared_core.extraction.dates import default_date_parser
-
-                self._components["date_parser"] = default_date_parser()
-                self._models_loaded()
-            except Exception as exc:  # optional model: fall back loudly, once
-                warnings.warn(f"date parsing disabled: {exc}", RuntimeWarning, stacklevel=2)
-                self._components["date_parser"] = None
-        parser: DateParser | None = self._components["date_parser"]
-        return parser
-
-    @property
-    def entity_extractor(self) -> EntityExtractor | None:
-        """The entity extractor used at retain (spaCy by default); None if it cannot load."""
-        if "entity_extractor" not in self._components:
-            try:
-                from shared_core.extraction.entities import SpacyEntityExtractor
-
-                extractor = SpacyEntityExtractor()
-                extractor.pipeline  # noqa: B018  (load now, so a failure is reported here)
-                self._components["entity_extractor"] = extractor
-                self._models_loaded()
-            except Exception as exc:  # optional model: fall back loudly, once
-                warnings.warn(f"entity extraction disabled: {exc}", RuntimeWarning,
-                              stacklevel=2)
-                self._components["entity_extractor"] = None
-        found: EntityExtractor | None = self._components["entity_extractor"]
-        return found
-
-    def _recall_context(self, reranker: str | PairScorer | Reranker | None) -> RecallContext:
+    def recall_context(self, reranker: RerankerSpec | None = None) -> RecallContext:
+        """The models and settings a recall plan runs with (loads them on first use)."""
         parser = self.date_parser
-        spec = reranker if reranker is not None else self._components.get("reranker")
+        spec = reranker if reranker is not None else self._reranker
         return RecallContext(
             embed_query=self.embedder.embed_query,
             parse_query_dates=parser.parse_query_dates if parser is not None else None,
             counter=self.token_counter, reranker=Reranker.from_spec(spec),
-            settings=self.recall_settings, now=_utcnow)
+            settings=self.config.recall, now=_utcnow)
 
-    def _recall_options(self, query: str, **kwargs: Any) -> RecallOptions:
-        arms = kwargs.pop("arms", None)
-        options = RecallOptions(query=query, **kwargs)
-        if arms is not None:
-            options = dataclasses.replace(options, arms=frozenset(arms))
-        check_bank(options.bank)
-        return options
-
-    def recall(self, query: str, *, bank: str = DEFAULT_BANK, max_tokens: int = DEFAULT_MAX_TOKENS,
-               budget: str = "mid", types: Sequence[str] | None = None,
-               tags: Sequence[str] | None = None, tags_match: str = "any",
-               query_timestamp: _dt.datetime | None = None,
-               temporal_window: TimeWindow | None = None, include_chunks: bool = False,
-               max_chunk_tokens: int = DEFAULT_MAX_CHUNK_TOKENS,
-               reranker: str | PairScorer | Reranker | None = None, trace: bool = False,
-               arms: Iterable[ArmName] | None = None) -> RecallResult:
+    def recall(self, query: str, **options: Unpack[RecallKwargs]) -> RecallResult:
         """Recall the memories of ``bank`` that answer ``query``, best first.
 
         Four arms (semantic, keyword, entity graph, temporal) run concurrently; their lists
         are fused with RRF (k=60), reranked (cross-encoder, or passthrough when none can be
         loaded offline), boosted for recency, temporal proximity and evidence, and cut to
-        ``max_tokens`` of memory text. ``budget`` (low/mid/high/adaptive) sets how many
-        candidates each arm fetches. Relative dates in the query ("last spring") resolve
-        against ``query_timestamp`` (default: now, UTC); ``temporal_window`` replaces parsing.
-        ``arms`` restricts the arms (ablations).
+        ``max_tokens`` of memory text. The options are those of
+        :class:`~shared_core.recall.options.RecallOptions` (``bank``, ``max_tokens``,
+        ``budget`` low/mid/high/adaptive, ``types``, ``tags``, ``tags_match``,
+        ``query_timestamp``, ``temporal_window``, ``include_chunks``, ``max_chunk_tokens``,
+        ``reranker``, ``trace``, ``arms``); a bad one raises
+        :class:`~shared_core.errors.InvalidOptionError` naming it. Relative dates in the query
+        ("last spring") resolve against ``query_timestamp`` (default: now, UTC);
+        ``temporal_window`` replaces parsing.
 
-        >>> result = engine.recall("Where does Alice work?", bank="demo", trace=True)
-        >>> result.memories[0].text
+        >>> result = engine.recall("Where does Alice work?", bank="demo", trace=True)  # doctest: +SKIP
+        >>> result.memories[0].text  # doctest: +SKIP
         'Alice works at Google as a software engineer in Zurich.'
         """
-        options = self._recall_options(
-            query, bank=bank, max_tokens=max_tokens, budget=budget, types=types, tags=tags,
-            tags_match=tags_match, query_timestamp=query_timestamp,
-            temporal_window=temporal_window, include_chunks=include_chunks,
-            max_chunk_tokens=max_chunk_tokens, trace=trace, arms=arms)
-        return self.run(recall_plan(self._recall_context(reranker), options))
+        opts = RecallOptions(**options)
+        return self.run(recall_plan(self.recall_context(opts.reranker), query, opts))
 
-    async def arecall(self, query: str, *, bank: str = DEFAULT_BANK,
-                      max_tokens: int = DEFAULT_MAX_TOKENS, budget: str = "mid",
-                      types: Sequence[str] | None = None, tags: Sequence[str] | None = None,
-                      tags_match: str = "any", query_timestamp: _dt.datetime | None = None,
-                      temporal_window: TimeWindow | None = None, include_chunks: bool = False,
-                      max_chunk_tokens: int = DEFAULT_MAX_CHUNK_TOKENS,
-                      reranker: str | PairScorer | Reranker | None = None, trace: bool = False,
-                      arms: Iterable[ArmName] | None = None) -> RecallResult:
+    async def arecall(self, query: str, **options: Unpack[RecallKwargs]) -> RecallResult:
         """Async twin of :meth:`recall`."""
-        options = self._recall_options(
-            query, bank=bank, max_tokens=max_tokens, budget=budget, types=types, tags=tags,
-            tags_match=tags_match, query_timestamp=query_timestamp,
-            temporal_window=temporal_window, include_chunks=include_chunks,
-            max_chunk_tokens=max_chunk_tokens, trace=trace, arms=arms)
-        context = await asyncio.to_thread(self._recall_context, reranker)
-        return await self.arun(recall_plan(context, options))
+        opts = RecallOptions(**options)
+        context = await asyncio.to_thread(self.recall_context, opts.reranker)
+        return await self.arun(recall_plan(context, query, opts))
 
     # ---------------------------------------------------------------- read / delete
     def get(self, memory_id: str, *, bank: str = DEFAULT_BANK) -> MemoryRecord | None:
         """The memory with this id in ``bank``, or None."""
-        return self._run(queries.get_plan(check_bank(bank), memory_id))
+        return self.run(queries.get_plan(check_bank(bank), memory_id))
 
     async def aget(self, memory_id: str, *, bank: str = DEFAULT_BANK) -> MemoryRecord | None:
-        return await self._arun(queries.get_plan(check_bank(bank), memory_id))
+        """Async twin of :meth:`get`."""
+        return await self.arun(queries.get_plan(check_bank(bank), memory_id))
 
     def delete(self, ids: Sequence[str] | None = None, *, bank: str = DEFAULT_BANK,
                document_id: str | None = None) -> int:
         """Delete memories by id, or a whole document; return how many memories went."""
-        return self._run(queries.delete_plan(check_bank(bank), ids, document_id))
+        return self.run(queries.delete_plan(check_bank(bank), ids, document_id))
 
     async def adelete(self, ids: Sequence[str] | None = None, *, bank: str = DEFAULT_BANK,
                       document_id: str | None = None) -> int:
-        return await self._arun(queries.delete_plan(check_bank(bank), ids, document_id))
+        """Async twin of :meth:`delete`."""
+        return await self.arun(queries.delete_plan(check_bank(bank), ids, document_id))
 
     def banks(self) -> list[BankInfo]:
         """Every bank in the database."""
-        return [BankInfo(**row) for row in self._run(queries.banks_plan())]
+        return [BankInfo(**row) for row in self.run(queries.banks_plan())]
 
     async def abanks(self) -> list[BankInfo]:
-        return [BankInfo(**row) for row in await self._arun(queries.banks_plan())]
+        """Async twin of :meth:`banks`."""
+        return [BankInfo(**row) for row in await self.arun(queries.banks_plan())]
 
     def stats(self, bank: str = DEFAULT_BANK) -> BankStats:
         """Row counts for ``bank`` (zeros for a bank that does not exist)."""
-        return BankStats(**self._run(queries.stats_plan(check_bank(bank))))
+        return BankStats(**self.run(queries.stats_plan(check_bank(bank))))
 
     async def astats(self, bank: str = DEFAULT_BANK) -> BankStats:
-        return BankStats(**await self._arun(queries.stats_plan(check_bank(bank))))
+        """Async twin of :meth:`stats`."""
+        return BankStats(**await self.arun(queries.stats_plan(check_bank(bank))))
 
 
 class AsyncMemoryEngine:
     """Async-first face of :class:`MemoryEngine`: the same engine, coroutine methods.
 
-    >>> async with AsyncMemoryEngine() as engine:
+    Takes :class:`MemoryEngine`'s arguments, or wraps an existing engine (``engine=``).
+
+    >>> async with AsyncMemoryEngine() as engine:  # doctest: +SKIP
     ...     await engine.retain(["Alice works at Google."], bank="demo")
     """
 
-    def __init__(self, dsn: str | None = None, **kwargs: Any) -> None:
-        self.sync = MemoryEngine(dsn, **kwargs)
+    def __init__(self, dsn: str | None = None, *, data_dir: str | Path | None = None,
+                 embedder: Embedder | None = None, token_counter: TokenCounter | None = None,
+                 date_parser: DateParser | None = None,
+                 entity_extractor: EntityExtractor | None = None,
+                 reranker: RerankerSpec | None = None, config: EngineConfig | None = None,
+                 engine: MemoryEngine | None = None) -> None:
+        if engine is None:
+            engine = MemoryEngine(dsn, data_dir=data_dir, embedder=embedder,
+                                  token_counter=token_counter, date_parser=date_parser,
+                                  entity_extractor=entity_extractor, reranker=reranker,
+                                  config=config)
+        self.sync = engine
 
-    async def retain(self, items: Iterable[Any], **kwargs: Any) -> list[str]:
-        return await self.sync.aretain(items, **kwargs)
+    async def retain(self, items: Iterable[Any], *, bank: str = DEFAULT_BANK,
+                     document_id: str | None = None, progress: bool = True,
+                     fact_extractor: FactExtractor | None = None) -> list[str]:
+        """See :meth:`MemoryEngine.retain`."""
+        return await self.sync.aretain(items, bank=bank, document_id=document_id,
+                                       progress=progress, fact_extractor=fact_extractor)
 
-    async def recall(self, query: str, **kwargs: Any) -> RecallResult:
-        return await self.sync.arecall(query, **kwargs)
+    async def recall(self, query: str, **options: Unpack[RecallKwargs]) -> RecallResult:
+        """See :meth:`MemoryEngine.recall`."""
+        return await self.sync.arecall(query, **options)
 
-    async def get(self, memory_id: str, **kwargs: Any) -> MemoryRecord | None:
-        return await self.sync.aget(memory_id, **kwargs)
+    async def get(self, memory_id: str, *, bank: str = DEFAULT_BANK) -> MemoryRecord | None:
+        """See :meth:`MemoryEngine.get`."""
+        return await self.sync.aget(memory_id, bank=bank)
 
-    async def delete(self, ids: Sequence[str] | None = None, **kwargs: Any) -> int:
-        return await self.sync.adelete(ids, **kwargs)
+    async def delete(self, ids: Sequence[str] | None = None, *, bank: str = DEFAULT_BANK,
+                     document_id: str | None = None) -> int:
+        """See :meth:`MemoryEngine.delete`."""
+        return await self.sync.adelete(ids, bank=bank, document_id=document_id)
 
     async def banks(self) -> list[BankInfo]:
+        """See :meth:`MemoryEngine.banks`."""
         return await self.sync.abanks()
 
     async def stats(self, bank: str = DEFAULT_BANK) -> BankStats:
+        """See :meth:`MemoryEngine.stats`."""
         return await self.sync.astats(bank)
 
     async def close(self) -> None:

@@ -11,7 +11,8 @@ catch one type. The tree::
     ├── InvalidItemError            an item passed to ``retain`` is malformed (carries its index)
     │   └── FactExtractionError         an LLM's reply cannot be read as facts
     ├── InvalidQueryError           a recall query or its options are malformed
-    │   └── InvalidTimeWindowError      a time window whose end is before its start, or naive bounds
+    │   ├── InvalidTimeWindowError      a time window whose end is before its start, or naive bounds
+    │   └── InvalidOptionError          one recall option is malformed (carries its name)
     └── ModelUnavailableError       a required model could not be loaded offline
 """
 
@@ -26,6 +27,7 @@ __all__ = [
     "FactExtractionError",
     "HindsightError",
     "InvalidItemError",
+    "InvalidOptionError",
     "InvalidQueryError",
     "InvalidTimeWindowError",
     "ModelUnavailableError",
@@ -100,6 +102,18 @@ class InvalidQueryError(HindsightError, ValueError):
 
 class InvalidTimeWindowError(InvalidQueryError):
     """A time window is malformed (end before start)."""
+
+
+class InvalidOptionError(InvalidQueryError):
+    """One recall option is malformed; ``option`` names it.
+
+    >>> str(InvalidOptionError("budget", "must be one of low, mid, high, got None"))
+    'budget: must be one of low, mid, high, got None'
+    """
+
+    def __init__(self, option: str, problem: str) -> None:
+        self.option = option
+        super().__init__(f"{option}: {problem}")
 
 
 class ModelUnavailableError(HindsightError, RuntimeError):

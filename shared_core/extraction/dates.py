@@ -60,6 +60,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, cast
 
+from shared_core.timeutil import add_months
 from shared_core.types import DATE_GRAINS, DateGrain, DateMention, TimeWindow, as_utc
 
 __all__ = [
@@ -273,9 +274,9 @@ class _DucklingRuntime:
 
 
 def _add_months(value: _dt.datetime, months: int) -> _dt.datetime:
-    """Add calendar months; raises ``ValueError`` when the day does not exist in the target."""
-    years, month0 = divmod(value.month - 1 + months, 12)
-    return value.replace(year=value.year + years, month=month0 + 1)
+    """Add calendar months; raises ``ValueError`` when the day does not exist in the target
+    (a recurring "the 31st" skips the months without one)."""
+    return add_months(value, months, missing_day="raise")
 
 
 def _floor_day(value: _dt.datetime) -> _dt.datetime:

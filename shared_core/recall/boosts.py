@@ -15,13 +15,12 @@ Fixes over the leading implementation:
 >>> import datetime as dt
 >>> now = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
 >>> scored = apply_boosts([0.8], [BoostInput(id="a", mentioned_at=now, proof_count=10)], now, False)
->>> round(scored[0].final, 4)  # 0.8 × (1 + 0.2·0.5) × 1 × (1 + 0.1·0.2303)
-0.9003
+>>> round(scored[0].final, 4)  # 0.8 × (1 + 0.05·0.5) × 1 × (1 + 0.1·0.2303)
+0.8389
 """
 
 from __future__ import annotations
 
-import calendar
 import datetime as _dt
 import math
 from collections.abc import Sequence
@@ -37,6 +36,7 @@ from shared_core.config import (
 )
 from shared_core.errors import ConfigurationError
 from shared_core.recall.fusion import FusedCandidate
+from shared_core.timeutil import add_months
 from shared_core.types import DateGrain, MemoryRecord, ScoreBreakdown, as_utc
 
 __all__ = [
@@ -78,19 +78,12 @@ _MONTHS_PER_GRAIN: dict[str, int] = {"month": 1, "season": 3, "quarter": 3, "yea
                                      "decade": 120}
 
 
-def _add_months(value: _dt.datetime, months: int) -> _dt.datetime:
-    month_index = value.month - 1 + months
-    year, month = value.year + month_index // 12, month_index % 12 + 1
-    day = min(value.day, calendar.monthrange(year, month)[1])
-    return value.replace(year=year, month=month, day=day)
-
-
 def _grain_end(start: _dt.datetime, grain: DateGrain) -> _dt.datetime:
     """The end of the grain-long period that begins at ``start``."""
     if grain in _FIXED_GRAINS:
         return start + _FIXED_GRAINS[grain]
     try:
-        return _add_months(start, _MONTHS_PER_GRAIN[grain])
+        return add_months(start, _MONTHS_PER_GRAIN[grain])
     except (KeyError, OverflowError, ValueError):  # unknown grain, or beyond year 9999
         return start
 

@@ -1,6 +1,7 @@
 """Reciprocal rank fusion of the retrieval arms.
 
-``rrf(d) = Σ_arms 1 / (k + rank_arm(d))`` with 1-based ranks and all arms weighted equally.
+``rrf(d) = Σ_arms w_arm / (k + rank_arm(d))`` with 1-based ranks; the weights default to 1
+(the engine passes ``RecallSettings.arm_weights``, ``DEFAULT_ARM_WEIGHTS``).
 
 Unlike the leading implementation, which keeps the first-seen copy of a candidate found by several
 arms (and so loses the temporal arm's ``temporal_proximity`` whenever the semantic arm also found

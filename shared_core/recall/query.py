@@ -1,41 +1,21 @@
-"""Pure query analysis: validation, bounding, keyword terms, tag-filter semantics."""
+"""Pure query analysis: validation and bounding of the query, fact types and tag filters."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Literal, get_args
 
 from shared_core.errors import InvalidQueryError
 from shared_core.protocols import TokenCounter
-from shared_core.text import cjk_bigrams
 from shared_core.types import FACT_TYPES, FactType
 
-__all__ = ["KEYWORD_RANKINGS", "TAGS_MATCH_MODES", "KeywordRanking", "KeywordTerms", "TagsMatch",
-           "bound_query", "check_tags",
-           "check_types", "keyword_terms"]
+__all__ = ["KEYWORD_RANKINGS", "TAGS_MATCH_MODES", "KeywordRanking", "TagsMatch", "bound_query",
+           "check_tags", "check_types"]
 
 TagsMatch = Literal["any", "all", "any_strict", "all_strict", "exact"]
 TAGS_MATCH_MODES: tuple[TagsMatch, ...] = get_args(TagsMatch)
 KeywordRanking = Literal["fulltext", "bm25"]
 KEYWORD_RANKINGS: tuple[KeywordRanking, ...] = get_args(KeywordRanking)
-
-_WORD = re.compile(r"\w+", re.UNICODE)
-_CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
-# Postgres rejects tsquery lexemes longer than this; such "words" are never useful terms.
-_MAX_TERM_CHARS = 60
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class KeywordTerms:
-    """The keyword arm's input: distinct word terms (query order) and CJK bigrams."""
-
-    words: tuple[str, ...]
-    bigrams: tuple[str, ...]
-
-    def __bool__(self) -> bool:
-        return bool(self.words or self.bigrams)
 
 
 def bound_query(query: object, counter: TokenCounter, max_tokens: int) -> tuple[str, bool]:
@@ -56,30 +36,6 @@ def bound_query(query: object, counter: TokenCounter, max_tokens: int) -> tuple[
     if counter.count(text) > max_tokens:
         return counter.truncate(text, max_tokens).strip(), True
     return text, False
-
-
-def keyword_terms(text: str) -> KeywordTerms:
-    """Word terms for the OR-ed full-text query, plus CJK character bigrams.
-
-    Terms come out of a word regex, so no user text is ever parsed as tsquery syntax
-    (``&``, ``|``, ``!``, ``:*`` are not words).
-
-    >>> keyword_terms("Alice & Bob's 'job'?").words
-    ('alice', 'bob', 's', 'job')
-    """
-    words: dict[str, None] = {}
-    for match in _WORD.finditer(text.lower()):
-        word = match.group(0)
-        if _CJK_CHAR.search(word):
-            # CJK runs are handled as bigrams; keep any latin part of a mixed token.
-            word = _CJK_CHAR.sub(" ", word).strip()
-            for part in word.split():
-                if len(part) <= _MAX_TERM_CHARS:
-                    words.setdefault(part)
-            continue
-        if len(word) <= _MAX_TERM_CHARS and word.replace("_", ""):
-            words.setdefault(word)
-    return KeywordTerms(words=tuple(words), bigrams=tuple(dict.fromkeys(cjk_bigrams(text))))
 
 
 def check_types(types: Sequence[str] | str | None) -> tuple[FactType, ...]:

@@ -17,6 +17,7 @@ import numpy.typing as npt
 from shared_core.errors import DimensionMismatchError, InvalidItemError
 from shared_core.retain.links import entity_plan, link_plan
 from shared_core.retain.prepare import PreparedChunk, PreparedUnit
+from shared_core.storage.locks import CLAIM_BANK_STATS
 from shared_core.storage.plan import Copy, Plan, Query
 from shared_core.types import MemoryItem
 
@@ -30,13 +31,6 @@ ON CONFLICT (bank_id) DO NOTHING"""
 # FOR SHARE: a concurrent delete of the bank waits for this retain to land.
 SELECT_BANK = """
 SELECT embedding_model, embedding_dimension FROM banks WHERE bank_id = %(bank)s FOR SHARE"""
-
-# Writers to one bank take its statistics row first (migration 0004): retains into one bank
-# then run one after another, and no writer can hold an entity or unit lock while waiting for
-# it, so two writers cannot deadlock. Retains into different banks do not wait.
-LOCK_BANK_STATS = """
-INSERT INTO bank_stats (bank_id) VALUES (%(bank)s)
-ON CONFLICT (bank_id) DO UPDATE SET memories = bank_stats.memories"""
 
 # Re-retaining a document replaces it: the cascade removes its units, chunks, links and
 # entity mentions in this same transaction.
@@ -155,7 +149,7 @@ def retain_plan(request: RetainRequest, vectors: npt.NDArray[np.float32]) -> Pla
     yield Query(UPSERT_BANK, {"bank": request.bank, "model": request.embedding_model,
                               "dimension": dimension}, fetch="none")
     row = yield Query(SELECT_BANK, {"bank": request.bank}, fetch="one")
-    yield Query(LOCK_BANK_STATS, {"bank": request.bank}, fetch="none")
+    yield Query(CLAIM_BANK_STATS, {"bank": request.bank}, fetch="none")
     _check_dimension(request, row, dimension)
 
     document_ids = sorted({u.document_id for u in units if u.document_id is not None}

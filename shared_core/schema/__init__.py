@@ -1,9 +1,11 @@
 """Versioned, idempotent schema migrations.
 
 Migrations are ``NNNN_name.sql`` files in :mod:`shared_core.schema.migrations`, loaded with
-``importlib.resources`` and applied in order, each in its own transaction, under an advisory lock
-so concurrent engines starting against the same database do not race. Applied versions are
-recorded in ``schema_migrations`` (the one table without a bank: it describes the database).
+``importlib.resources`` and the pending ones applied in order in one transaction (all or
+none), under a transaction-scoped advisory lock so concurrent engines starting against the
+same database do not race. The embedding dimension is substituted into the DDL as a literal
+when the schema is first created. Applied versions (and the dimension) are recorded in
+``schema_migrations`` (the one table without a bank: it describes the database).
 """
 
 from __future__ import annotations

@@ -15,20 +15,23 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias, TypeVar
+from typing import Any, Literal, LiteralString, TypeAlias, TypeVar
 
 from psycopg import sql
 
 __all__ = ["Compute", "Concurrently", "Copy", "Operation", "Plan", "Query", "Statement"]
 
 T = TypeVar("T")
-Statement: TypeAlias = "sql.Composable | sql.SQL | str"
+Statement: TypeAlias = "LiteralString | sql.SQL | sql.Composed"
+"""SQL text written in the code (a literal: never built from values), or composed with
+:mod:`psycopg.sql`. Values always travel as parameters."""
 
 
 @dataclass(frozen=True, slots=True)
 class Query:
-    """Run one statement. The plan receives a list of dict rows (``fetch="all"``), one dict or
-    ``None`` (``"one"``), or the affected row count (``"none"``).
+    """Run one statement. The plan receives a list of rows (``fetch="all"``), one row or
+    ``None`` (``"one"``), or the affected row count (``"none"``). Rows are dicts, or instances
+    of ``row_type`` (built from the columns by name, psycopg's ``class_row``).
 
     ``timeout_ms`` bounds the statement (``SET LOCAL statement_timeout``); on timeout the runner
     throws ``psycopg.errors.QueryCanceled`` into the plan, which may recover. ``settings`` are
@@ -41,6 +44,7 @@ class Query:
     fetch: Literal["all", "one", "none"] = "all"
     timeout_ms: int | None = None
     settings: Mapping[str, str] = field(default_factory=dict)
+    row_type: type[Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from shared_core.errors import ConfigurationError
+from shared_core.storage.locks import LOCK_BANK_STATS
 from shared_core.storage.plan import Plan, Query
 from shared_core.types import MemoryRecord
 
@@ -22,10 +23,6 @@ SELECT u.id::text AS id, u.bank_id AS bank, u.text, u.context, u.fact_type, u.oc
                  WHERE ue.bank_id = u.bank_id AND ue.unit_id = u.id), '{}') AS entities
 FROM memory_units u
 WHERE u.bank_id = %(bank)s AND u.id = %(id)s"""
-
-# Taken before deleting, in the same order as retain (see retain.plan.LOCK_BANK_STATS).
-LOCK_BANK_STATS = """
-SELECT 1 FROM bank_stats WHERE bank_id = %(bank)s FOR UPDATE"""
 
 DELETE_UNITS = """
 DELETE FROM memory_units WHERE bank_id = %(bank)s AND id = ANY(%(ids)s)"""

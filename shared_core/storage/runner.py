@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import psycopg
 from psycopg import sql
-from psycopg.rows import dict_row
+from psycopg.rows import RowFactory, class_row, dict_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from shared_core.storage.plan import Compute, Concurrently, Copy, Plan, Query
@@ -24,12 +24,16 @@ T = TypeVar("T")
 _SET_CONFIG = sql.SQL("SELECT set_config({name}, {value}, true)")
 
 
-def _setting_statements(query: Query) -> list[tuple[sql.Composed, None]]:
+def _setting_statements(query: Query) -> list[sql.Composed]:
     items = dict(query.settings)
     if query.timeout_ms is not None:
         items["statement_timeout"] = str(int(query.timeout_ms))
-    return [(_SET_CONFIG.format(name=sql.Literal(k), value=sql.Literal(v)), None)
+    return [_SET_CONFIG.format(name=sql.Literal(k), value=sql.Literal(v))
             for k, v in items.items()]
+
+
+def _row_factory(query: Query) -> RowFactory[Any]:
+    return class_row(query.row_type) if query.row_type is not None else dict_row
 
 
 def _shape(cur: psycopg.Cursor[Any] | psycopg.AsyncCursor[Any], query: Query,
@@ -45,16 +49,16 @@ def _shape(cur: psycopg.Cursor[Any] | psycopg.AsyncCursor[Any], query: Query,
 # sync
 
 def _exec_sync(conn: psycopg.Connection[Any], query: Query) -> Any:
-    with conn.cursor(row_factory=dict_row) as cur:
-        for stmt, _ in _setting_statements(query):
+    with conn.cursor(row_factory=_row_factory(query)) as cur:
+        for stmt in _setting_statements(query):
             cur.execute(stmt)
-        cur.execute(query.statement, query.params)  # type: ignore[arg-type]
+        cur.execute(query.statement, query.params)
         rows = cur.fetchall() if query.fetch != "none" and cur.description else None
         return _shape(cur, query, rows)
 
 
 def _copy_sync(conn: psycopg.Connection[Any], op: Copy) -> int:
-    with conn.cursor() as cur, cur.copy(op.statement) as copy:  # type: ignore[arg-type]
+    with conn.cursor() as cur, cur.copy(op.statement) as copy:
         for row in op.rows:
             copy.write_row(row)
     return len(op.rows)
@@ -128,16 +132,16 @@ def run_sync(pool: ConnectionPool[Any], plan: Plan[T], *, executor: ThreadPoolEx
 # async
 
 async def _exec_async(conn: psycopg.AsyncConnection[Any], query: Query) -> Any:
-    async with conn.cursor(row_factory=dict_row) as cur:
-        for stmt, _ in _setting_statements(query):
+    async with conn.cursor(row_factory=_row_factory(query)) as cur:
+        for stmt in _setting_statements(query):
             await cur.execute(stmt)
-        await cur.execute(query.statement, query.params)  # type: ignore[arg-type]
+        await cur.execute(query.statement, query.params)
         rows = await cur.fetchall() if query.fetch != "none" and cur.description else None
         return _shape(cur, query, rows)
 
 
 async def _copy_async(conn: psycopg.AsyncConnection[Any], op: Copy) -> int:
-    async with conn.cursor() as cur, cur.copy(op.statement) as copy:  # type: ignore[arg-type]
+    async with conn.cursor() as cur, cur.copy(op.statement) as copy:
         for row in op.rows:
             await copy.write_row(row)
     return len(op.rows)

@@ -19,19 +19,7 @@ from shared_core import (
     MemoryItem,
 )
 from shared_core.schema import apply_migrations, load_migrations
-
-
-class _TinyEmbedder:
-    """A real (deterministic) embedder of another dimension, for the mismatch error."""
-
-    model_name = "tiny-8d"
-    dimension = 8
-
-    def embed_documents(self, texts):  # type: ignore[no-untyped-def]
-        return np.ones((len(texts), 8), dtype=np.float32) / np.sqrt(8)
-
-    def embed_query(self, text):  # type: ignore[no-untyped-def]
-        return self.embed_documents([text])[0]
+from tests.fakes import TinyEmbedder
 
 
 def _count(engine: MemoryEngine, table: str, bank: str) -> int:
@@ -150,7 +138,7 @@ def test_dimension_mismatch_names_both(engine: MemoryEngine, bank: str) -> None:
 
 def test_an_engine_of_another_dimension_is_refused(engine: MemoryEngine) -> None:
     engine.stats("warm-up")
-    other = MemoryEngine(engine.dsn, embedder=_TinyEmbedder())
+    other = MemoryEngine(engine.dsn, embedder=TinyEmbedder())
     try:
         with pytest.raises(DimensionMismatchError) as err:
             other.retain(["made with tiny"], bank="tiny")
@@ -223,7 +211,7 @@ def test_asyncio_run_closes_the_async_pool_it_opened(engine: MemoryEngine, bank:
     # used to hang asyncio.run's exit).
     from psycopg_pool import AsyncConnectionPool
 
-    import shared_core.engine as engine_module
+    import shared_core.storage.pools as pools_module
 
     opened: list[object] = []
 
@@ -232,12 +220,12 @@ def test_asyncio_run_closes_the_async_pool_it_opened(engine: MemoryEngine, bank:
             opened.append(self)
             super().__init__(*args, **kwargs)
 
-    monkeypatch.setattr(engine_module, "AsyncConnectionPool", CountingPool)
+    monkeypatch.setattr(pools_module, "AsyncConnectionPool", CountingPool)
     pools = []
 
     async def main() -> None:
         await asyncio.gather(*(engine.arecall(q, bank=bank) for q in ("a", "b", "c", "d")))
-        pools.append(engine._async_pools[asyncio.get_running_loop()])
+        pools.append(engine._pools._async_pools[asyncio.get_running_loop()])
 
     engine.retain(["the pool closes with its loop"], bank=bank)
     asyncio.run(main())

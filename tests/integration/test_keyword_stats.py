@@ -15,7 +15,8 @@ from shared_core import EngineConfig, MemoryEngine, MemoryItem
 from shared_core.errors import ConfigurationError
 from shared_core.recall.pipeline import RecallSettings
 from shared_core.server import embedded_settings
-from tests.integration.test_recall_arms import FixedQueryEmbedder, vec
+from tests.fakes import FixedQueryEmbedder
+from tests.fakes import unit_vector as vec
 
 
 def _bank(prefix: str) -> str:

@@ -16,8 +16,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_postgres import Column, PGEngine, PGVector, PGVectorStore
 
-from hindsight_langchain import HindsightRetriever
-from hindsight_langchain.retriever import aimport_pgvector_collection, import_pgvector_collection
+from hindsight_langchain import HindsightRetriever, aimport_pgvector_collection, import_pgvector_collection
 from shared_core import ConfigurationError, MemoryEngine
 
 FAKE = DeterministicFakeEmbedding(size=384)

@@ -10,50 +10,18 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import math
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 
-import numpy as np
 import psycopg
 import pytest
 
 from shared_core import MemoryEngine, MemoryItem, TimeWindow
 from shared_core.config import DEFAULT_ARM_WEIGHTS
+from tests.fakes import FixedQueryEmbedder
+from tests.fakes import unit_vector as vec
 
-DIM = 384
 UTC = dt.UTC
-
-
-def vec(cos: float, axis: int, base: int = 0) -> list[float]:
-    """A unit vector at cosine ``cos`` to ``e_base`` (``axis`` != ``base``)."""
-    v = np.zeros(DIM, dtype=np.float64)
-    v[base] = cos
-    v[axis] = math.sqrt(max(0.0, 1.0 - cos * cos))
-    return v.tolist()
-
-
-class FixedQueryEmbedder:
-    """Deterministic query embedder: ``e0`` for every query, or the vector mapped to its text."""
-
-    model_name = "fixed-query-384"
-    dimension = DIM
-
-    def __init__(self, vectors: Mapping[str, list[float]] | None = None) -> None:
-        self.vectors = dict(vectors or {})
-
-    def _one(self, text: str) -> np.ndarray:
-        if text in self.vectors:
-            return np.asarray(self.vectors[text], dtype=np.float32)
-        v = np.zeros(DIM, dtype=np.float32)
-        v[0] = 1.0
-        return v
-
-    def embed_query(self, text: str) -> np.ndarray:
-        return self._one(text)
-
-    def embed_documents(self, texts: list[str]) -> np.ndarray:
-        return np.stack([self._one(t) for t in texts]) if texts else np.zeros((0, DIM), np.float32)
 
 
 @pytest.fixture(scope="module")

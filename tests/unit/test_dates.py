@@ -7,8 +7,6 @@ Three fixed reference times are used so weekday- and season-relative phrases are
 from __future__ import annotations
 
 import datetime as dt
-import statistics
-import time
 from typing import Any
 
 import pytest
@@ -302,13 +300,22 @@ def test_nul_bytes_do_not_hide_later_dates(parser: DucklingDateParser) -> None:
     "We talked about the weather in June 2023 and port 2023. ",
     "On 5 May 2023 and 6/7/2022 and last Friday at 3pm, ",  # dense: Duckling is superlinear
 ])
-def test_huge_text_is_capped_and_fast(parser: DucklingDateParser, sentence: str) -> None:
+def test_huge_text_is_capped(monkeypatch: pytest.MonkeyPatch, parser: DucklingDateParser,
+                             sentence: str) -> None:
+    # What keeps a huge text fast is that Duckling (superlinear on dense dates) never sees more
+    # than the cap; the speed itself is measured in benchmarks/date_parse.py, not asserted here.
+    seen: list[int] = []
+    call = dates._call_duckling
+
+    def spy(text: str, *args: Any, **kwargs: Any) -> str:
+        seen.append(len(text))
+        return call(text, *args, **kwargs)
+
+    monkeypatch.setattr(dates, "_call_duckling", spy)
     text = (sentence * 3000)[:100_000]
-    start = time.perf_counter()
     mentions = parser.parse_dates(text, R_SAT)
-    elapsed = time.perf_counter() - start
-    assert elapsed < 1.0
     assert mentions
+    assert seen and max(seen) <= parser.max_text_chars
     assert all(m.end_char <= parser.max_text_chars for m in mentions)
 
 
@@ -349,14 +356,3 @@ def test_precheck_skips_duckling(monkeypatch: pytest.MonkeyPatch,
     assert calls == []
     parser.parse_dates("What did Caroline do in May?", R_SAT)
     assert len(calls) == 1
-
-
-def test_query_parse_is_fast(parser: DucklingDateParser) -> None:
-    queries = [text for text, _, _ in CASES if text] * 3
-    parser.parse_query_dates("warm up yesterday", R_SAT)
-    timings = []
-    for query in queries:
-        start = time.perf_counter()
-        parser.parse_query_dates(query, R_SAT)
-        timings.append(time.perf_counter() - start)
-    assert statistics.median(timings) < 0.002

@@ -11,7 +11,7 @@ import math
 import threading
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from shared_core.recall.rerank import (
     normalise_scores,
     passthrough_scores,
 )
+from tests.fakes import FakeScorer
 
 
 def _sigmoid(x: float) -> float:
@@ -144,21 +145,6 @@ def test_missing_path_falls_back_with_its_own_warning(tmp_path: Path) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert Reranker.from_spec(missing).rerank("q", ["a"]) == (None, [1.0])
-
-
-class FakeScorer:
-    """A PairScorer returning fixed logits; records the batch size it was called with."""
-
-    name = "fake-ce"
-
-    def __init__(self, scores: Sequence[float]) -> None:
-        self.scores = list(scores)
-        self.calls: list[tuple[list[tuple[str, str]], int]] = []
-
-    def predict(self, sentences: Sequence[tuple[str, str]], batch_size: int = 32,
-                show_progress_bar: bool | None = None) -> list[float]:
-        self.calls.append((list(sentences), batch_size))
-        return self.scores[: len(sentences)]
 
 
 def test_pair_scorer_used_as_is_with_sigmoid() -> None:

@@ -1,0 +1,198 @@
+"""What the framework adapters share: engine handles, metadata dates, memory metadata.
+
+Neutral ground for :mod:`hindsight_langchain` and :mod:`hindsight_llamaindex`: nothing here
+imports a framework, and neither adapter imports the other. A new adapter starts here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from shared_core.engine import AsyncMemoryEngine, MemoryEngine
+from shared_core.errors import ConfigurationError
+from shared_core.types import FACT_TYPES, FactType, MemoryItem, RecalledMemory
+
+__all__ = [
+    "DATE_KEYS",
+    "DateKind",
+    "EngineHandle",
+    "first_date",
+    "from_aware",
+    "iso_or_none",
+    "memory_item",
+    "memory_metadata",
+    "resolve_engine",
+    "to_aware",
+]
+
+# Bound at import: langchain_core.utils.mock_now replaces the module attribute
+# ``datetime.datetime`` with a subclass, so isinstance checks against the name looked up at
+# call time would reject real datetimes inside the context.
+_REAL_DT = datetime.datetime
+_REAL_DATE = datetime.date
+_UTC = datetime.UTC
+
+DateKind = Literal["naive", "aware", "epoch"]
+
+# Metadata keys mapped to a memory's date (``occurred_start``), in order of preference.
+DATE_KEYS: tuple[str, ...] = ("occurred_at", "timestamp", "created_at", "date")
+
+
+class EngineHandle:
+    """An engine plus whether the adapter created it (and so must close it)."""
+
+    __slots__ = ("engine", "owned")
+
+    def __init__(self, engine: MemoryEngine, owned: bool) -> None:
+        self.engine = engine
+        self.owned = owned
+
+    def close(self) -> None:
+        if self.owned:
+            self.engine.close()
+
+
+def resolve_engine(engine: MemoryEngine | AsyncMemoryEngine | None, dsn: str | None) -> EngineHandle:
+    """``engine=`` wins; else ``dsn=`` opens an engine on that server; else the embedded one."""
+    if engine is not None and dsn is not None:
+        raise ConfigurationError("pass either engine= or dsn=, not both")
+    if isinstance(engine, AsyncMemoryEngine):
+        return EngineHandle(engine.sync, owned=False)
+    if engine is not None:
+        if not isinstance(engine, MemoryEngine):
+            raise ConfigurationError(
+                f"engine must be a MemoryEngine or AsyncMemoryEngine, got {type(engine).__name__}"
+            )
+        return EngineHandle(engine, owned=False)
+    return EngineHandle(MemoryEngine(dsn), owned=True)
+
+
+def _parse_iso(value: str) -> datetime.datetime:
+    text = value.strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    return _REAL_DT.fromisoformat(text)
+
+
+def to_aware(value: Any) -> tuple[datetime.datetime, DateKind]:
+    """A metadata timestamp as an aware datetime, plus the kind it came as.
+
+    Accepts datetimes (naive ones are *local* time, as ``datetime.datetime.now()`` and
+    LangChain's time-weighted retriever use), dates (local midnight), ISO-8601 strings and epoch
+    seconds (int or float). Raises ``TypeError`` / ``ValueError`` for anything else.
+
+    >>> to_aware(0.0)[1]
+    'epoch'
+    """
+    if isinstance(value, bool):
+        raise TypeError("a bool is not a timestamp")
+    if isinstance(value, int | float):
+        return _REAL_DT.fromtimestamp(float(value), tz=_UTC), "epoch"
+    if isinstance(value, str):
+        value = _parse_iso(value)
+    elif not isinstance(value, _REAL_DT) and isinstance(value, _REAL_DATE):
+        value = _REAL_DT(value.year, value.month, value.day)
+    if isinstance(value, _REAL_DT):
+        if value.tzinfo is None or value.utcoffset() is None:
+            # astimezone() on a naive value interprets it as local time.
+            return value.astimezone(), "naive"
+        return value, "aware"
+    raise TypeError(f"{type(value).__name__} is not a timestamp (datetime, ISO string or epoch)")
+
+
+def from_aware(value: datetime.datetime, kind: str) -> Any:
+    """Inverse of :func:`to_aware`: give the caller back the kind of value they stored."""
+    if kind == "epoch":
+        return value.timestamp()
+    if kind == "naive":
+        local = value.astimezone()
+        return _REAL_DT(
+            local.year,
+            local.month,
+            local.day,
+            local.hour,
+            local.minute,
+            local.second,
+            local.microsecond,
+            fold=local.fold,
+        )
+    return value
+
+
+def iso_or_none(value: datetime.datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def first_date(metadata: Mapping[str, Any], keys: tuple[str, ...] = DATE_KEYS) -> datetime.datetime | None:
+    """The first parseable timestamp among ``keys`` in ``metadata`` (aware), or None."""
+    for key in keys:
+        if key in metadata and metadata[key] is not None:
+            try:
+                return to_aware(metadata[key])[0]
+            except (TypeError, ValueError):
+                continue
+    return None
+
+
+def memory_metadata(memory: RecalledMemory) -> dict[str, Any]:
+    """A recalled memory's metadata for a framework document: its own metadata, then
+    ``score``, ``fact_type``, the dates (ISO strings), ``tags``, ``document_id``, ``chunk_id``,
+    ``entities`` and ``scores`` (the full breakdown, as plain dicts)."""
+    meta: dict[str, Any] = dict(memory.metadata)
+    meta.update(
+        {
+            "score": float(memory.score),
+            "fact_type": memory.fact_type,
+            "occurred_start": iso_or_none(memory.occurred_start),
+            "occurred_end": iso_or_none(memory.occurred_end),
+            "mentioned_at": iso_or_none(memory.mentioned_at),
+            "tags": list(memory.tags),
+            "document_id": memory.document_id,
+            "chunk_id": memory.chunk_id,
+            "entities": list(memory.entities),
+            "scores": {
+                k: (dict(v) if isinstance(v, Mapping) else v)
+                for k, v in dataclasses.asdict(memory.scores).items()
+            },
+        }
+    )
+    return meta
+
+
+def _fact_type(value: object) -> FactType:
+    for fact_type in FACT_TYPES:
+        if value == fact_type:
+            return fact_type
+    return "world"
+
+
+def memory_item(
+    text: str, metadata: Mapping[str, Any], *, document_id: str | None, read_context: bool = False
+) -> MemoryItem:
+    """A framework document's text and metadata as a :class:`~shared_core.types.MemoryItem`.
+
+    The first timestamp among :data:`DATE_KEYS` (datetime, ISO string or epoch seconds; naive =
+    local time) becomes ``occurred_start``; ``tags`` (a list of strings) and ``fact_type`` are
+    used when valid. With ``read_context``, ``context`` and ``mentioned_at`` are read too.
+
+    >>> memory_item("Alice moved.", {"tags": ["a"], "date": "2024-03-01T00:00:00Z"},
+    ...             document_id=None).occurred_start.year
+    2024
+    """
+    meta = dict(metadata)
+    tags = meta.get("tags")
+    context = meta.get("context") if read_context else None
+    mentioned = meta.get("mentioned_at") if read_context else None
+    return MemoryItem(
+        text=text,
+        context=context if isinstance(context, str) else None,
+        fact_type=_fact_type(meta.get("fact_type")),
+        occurred_start=first_date(meta),
+        mentioned_at=first_date({"m": mentioned}, ("m",)) if mentioned is not None else None,
+        tags=tuple(tags) if isinstance(tags, list | tuple) and all(isinstance(t, str) for t in tags) else (),
+        metadata=meta,
+        document_id=document_id,
+    )

@@ -1,0 +1,122 @@
+"""The four retrieval arms, one module each: its SQL and its sub-plan.
+
+An arm is two steps around one shared round trip:
+
+* ``start(query)`` returns the arm's first statement (or ``None`` when the arm has nothing to
+  do, e.g. keyword search without words). The pipeline runs the first statements of all arms
+  :class:`~shared_core.storage.plan.Concurrently`, each on its own connection;
+* ``finish(query, rows, watch)`` is a sub-plan from those rows (or the exception that
+  statement raised) to the arm's ranked :class:`~shared_core.recall.fusion.ArmHit` list. It
+  may run more statements (the graph arm's fallback on timeout, the temporal arm's spread).
+
+Every arm reads the same typed :class:`ArmQuery`. A new arm is a module here with an
+:data:`Arm` value, listed in :data:`ARMS` (and a name in :data:`shared_core.types.ArmName`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from psycopg import sql
+
+from shared_core.recall.fusion import ArmHit
+from shared_core.recall.query import TagsMatch
+from shared_core.recall.settings import RecallSettings
+from shared_core.recall.timing import Stopwatch
+from shared_core.storage.plan import Plan, Query
+from shared_core.types import FactType, TimeWindow
+
+__all__ = ["Arm", "ArmQuery", "ArmResult", "ranked", "rows_or_raise", "tag_clause"]
+
+
+def tag_clause(tags: Sequence[str] | None, mode: TagsMatch) -> sql.Composable:
+    """The tag filter (semantics of the reference's tags_match), as SQL using ``%(tags)s``.
+
+    ``any``/``all`` let untagged memories through; the ``_strict`` modes do not; ``exact``
+    wants the same set, and with no tags means "untagged only".
+
+    >>> tag_clause(None, "any").as_string()
+    'TRUE'
+    """
+    col = sql.Identifier("u", "tags")  # every statement aliases memory_units as u
+    if not tags:
+        if mode == "exact":
+            return sql.SQL("{} = '{{}}'").format(col)
+        return sql.SQL("TRUE")
+    templates = {
+        "any": "({c} = '{{}}' OR {c} && %(tags)s::text[])",
+        "all": "({c} = '{{}}' OR {c} @> %(tags)s::text[])",
+        "any_strict": "{c} && %(tags)s::text[]",
+        "all_strict": "{c} @> %(tags)s::text[]",
+        "exact": "({c} @> %(tags)s::text[] AND {c} <@ %(tags)s::text[])",
+    }
+    return sql.SQL(templates[mode]).format(c=col)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ArmQuery:
+    """What every arm searches with: one analysed, validated query.
+
+    ``n`` is the per-arm candidate budget; ``words`` / ``bigrams`` are the keyword terms;
+    ``window`` the query's time window (parsed or given), if any.
+    """
+
+    bank: str
+    vector: npt.NDArray[np.float32]
+    words: tuple[str, ...]
+    bigrams: tuple[str, ...]
+    types: tuple[FactType, ...]
+    tags: tuple[str, ...] | None
+    tags_match: TagsMatch
+    n: int
+    window: TimeWindow | None
+    settings: RecallSettings
+
+    @property
+    def tag_sql(self) -> sql.Composable:
+        return tag_clause(self.tags, self.tags_match)
+
+    def params(self, **extra: Any) -> dict[str, Any]:
+        """The parameters every arm statement shares, plus ``extra``."""
+        return {
+            "bank": self.bank,
+            "qvec": self.vector,
+            "types": list(self.types),
+            "tags": list(self.tags or ()),
+            "n": self.n,
+            **extra,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ArmResult:
+    """An arm's ranked hits (best first) and what the trace should say about it."""
+
+    hits: list[ArmHit] = field(default_factory=list)
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Arm:
+    """One retrieval arm: its first statement and the sub-plan that ranks its rows."""
+
+    start: Callable[[ArmQuery], Query | None]
+    finish: Callable[[ArmQuery, Sequence[Mapping[str, Any]] | BaseException, Stopwatch], Plan[ArmResult]]
+
+
+def rows_or_raise(result: Sequence[Mapping[str, Any]] | BaseException) -> Sequence[Mapping[str, Any]]:
+    """The rows of a concurrent statement, or the error it raised, re-raised."""
+    if isinstance(result, BaseException):
+        raise result
+    return result
+
+
+def ranked(rows: Sequence[Mapping[str, Any]]) -> list[ArmHit]:
+    """Rows of ``(id, score)`` as hits, best score first (ties by id)."""
+    return sorted(
+        (ArmHit(id=row["id"], score=float(row["score"])) for row in rows), key=lambda h: (-h.score, h.id)
+    )

@@ -1,0 +1,77 @@
+"""After fusion: the candidates' stored fields (one typed row each) and their chunks."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from shared_core.recall.fusion import FusedCandidate
+from shared_core.storage.plan import Plan, Query
+from shared_core.types import DateGrain, FactType
+
+__all__ = ["CHUNKS", "HYDRATE", "MemoryRow", "chunks_plan", "hydrate_plan"]
+
+HYDRATE = """
+SELECT u.id::text AS id, u.text, u.context, u.fact_type, u.occurred_start, u.occurred_end,
+       u.mentioned_at, u.date_grain, u.tags, u.metadata, u.proof_count, u.document_id,
+       u.chunk_id,
+       coalesce((SELECT array_agg(e.canonical_name ORDER BY e.canonical_name)
+                 FROM unit_entities ue JOIN entities e
+                   ON e.bank_id = ue.bank_id AND e.id = ue.entity_id
+                 WHERE ue.bank_id = u.bank_id AND ue.unit_id = u.id), '{}') AS entities
+FROM memory_units u
+WHERE u.bank_id = %(bank)s AND u.id = ANY(%(ids)s::uuid[])"""
+
+CHUNKS = """
+SELECT chunk_id, text FROM chunks WHERE bank_id = %(bank)s AND chunk_id = ANY(%(ids)s::text[])"""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryRow:
+    """One row of :data:`HYDRATE`."""
+
+    id: str
+    text: str
+    context: str | None
+    fact_type: FactType
+    occurred_start: _dt.datetime | None
+    occurred_end: _dt.datetime | None
+    mentioned_at: _dt.datetime | None
+    date_grain: DateGrain | None
+    tags: Sequence[str]
+    metadata: Mapping[str, Any]
+    proof_count: int
+    document_id: str | None
+    chunk_id: str | None
+    entities: Sequence[str]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChunkRow:
+    """One row of :data:`CHUNKS`."""
+
+    chunk_id: str
+    text: str
+
+
+def hydrate_plan(
+    bank: str, candidates: Sequence[FusedCandidate]
+) -> Plan[tuple[list[FusedCandidate], dict[str, MemoryRow]]]:
+    """The candidates still stored (a concurrent delete may have taken some), with their rows."""
+    rows: list[MemoryRow] = yield Query(
+        HYDRATE, {"bank": bank, "ids": [uuid.UUID(c.id) for c in candidates]}, row_type=MemoryRow
+    )
+    by_id = {r.id: r for r in rows}
+    return [c for c in candidates if c.id in by_id], by_id
+
+
+def chunks_plan(bank: str, chunk_ids: Sequence[str]) -> Plan[dict[str, str]]:
+    """The text of each chunk still stored, by id, in ``chunk_ids`` order."""
+    if not chunk_ids:
+        return {}
+    rows: list[ChunkRow] = yield Query(CHUNKS, {"bank": bank, "ids": list(chunk_ids)}, row_type=ChunkRow)
+    text_by_chunk = {r.chunk_id: r.text for r in rows}
+    return {c: text_by_chunk[c] for c in chunk_ids if c in text_by_chunk}

@@ -1,0 +1,93 @@
+"""Engine-level recall tunables, one frozen object (``EngineConfig.recall``).
+
+Change them with :func:`dataclasses.replace`:
+
+>>> import dataclasses
+>>> settings = dataclasses.replace(RecallSettings(), keyword="fulltext", rrf_k=30)
+>>> settings.keyword, settings.rrf_k
+('fulltext', 30)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from shared_core.config import (
+    DEFAULT_ARM_WEIGHTS,
+    DEFAULT_BM25_B,
+    DEFAULT_BM25_K1,
+    DEFAULT_GRAPH_MIN_SCORE,
+    DEFAULT_GRAPH_PER_ENTITY_LIMIT,
+    DEFAULT_GRAPH_SEED_LIMIT,
+    DEFAULT_GRAPH_SEED_MIN_SIMILARITY,
+    DEFAULT_GRAPH_SEMANTIC_LINK_FACTOR,
+    DEFAULT_GRAPH_TIMEOUT_MS,
+    DEFAULT_KEYWORD_BANK_MAX_DF,
+    DEFAULT_KEYWORD_BANK_MIN_ROWS,
+    DEFAULT_KEYWORD_MAX_POSTINGS,
+    DEFAULT_KEYWORD_MAX_TERMS,
+    DEFAULT_KEYWORD_RANKING,
+    DEFAULT_MAX_QUERY_TOKENS,
+    DEFAULT_RERANK_BATCH_SIZE,
+    DEFAULT_RERANK_MAX_CANDIDATES,
+    DEFAULT_RRF_K,
+    DEFAULT_SEMANTIC_MIN_SIMILARITY,
+    DEFAULT_TEMPORAL_BUCKETS,
+    DEFAULT_TEMPORAL_DECAY,
+    DEFAULT_TEMPORAL_ENTRY_POINTS,
+    DEFAULT_TEMPORAL_ENTRY_POOL,
+    DEFAULT_TEMPORAL_MIN_SIMILARITY,
+    DEFAULT_TS_CONFIG,
+)
+from shared_core.errors import ConfigurationError
+from shared_core.recall.boosts import BoostConfig
+from shared_core.recall.query import KEYWORD_RANKINGS, KeywordRanking
+from shared_core.types import ARM_NAMES, ArmName
+
+__all__ = ["RecallSettings"]
+
+
+def _default_arm_weights() -> dict[ArmName, float]:
+    weights: dict[ArmName, float] = {arm: DEFAULT_ARM_WEIGHTS[arm] for arm in ARM_NAMES}
+    return weights
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RecallSettings:
+    """Engine-level recall tunables (thresholds calibrated for all-MiniLM-L6-v2)."""
+
+    semantic_min_similarity: float = DEFAULT_SEMANTIC_MIN_SIMILARITY
+    graph_seed_limit: int = DEFAULT_GRAPH_SEED_LIMIT
+    graph_seed_min_similarity: float = DEFAULT_GRAPH_SEED_MIN_SIMILARITY
+    graph_per_entity_limit: int = DEFAULT_GRAPH_PER_ENTITY_LIMIT
+    graph_timeout_ms: int = DEFAULT_GRAPH_TIMEOUT_MS
+    graph_min_score: float = DEFAULT_GRAPH_MIN_SCORE
+    graph_semantic_link_factor: float = DEFAULT_GRAPH_SEMANTIC_LINK_FACTOR
+    keyword: KeywordRanking = DEFAULT_KEYWORD_RANKING
+    keyword_max_terms: int = DEFAULT_KEYWORD_MAX_TERMS
+    keyword_max_postings: int = DEFAULT_KEYWORD_MAX_POSTINGS
+    keyword_bank_max_df: float = DEFAULT_KEYWORD_BANK_MAX_DF
+    keyword_bank_min_rows: int = DEFAULT_KEYWORD_BANK_MIN_ROWS
+    bm25_k1: float = DEFAULT_BM25_K1
+    bm25_b: float = DEFAULT_BM25_B
+    temporal_min_similarity: float = DEFAULT_TEMPORAL_MIN_SIMILARITY
+    temporal_entry_pool: int = DEFAULT_TEMPORAL_ENTRY_POOL
+    temporal_entry_points: int = DEFAULT_TEMPORAL_ENTRY_POINTS
+    temporal_buckets: int = DEFAULT_TEMPORAL_BUCKETS
+    temporal_decay: float = DEFAULT_TEMPORAL_DECAY
+    rerank_max_candidates: int = DEFAULT_RERANK_MAX_CANDIDATES
+    rerank_batch_size: int = DEFAULT_RERANK_BATCH_SIZE
+    rrf_k: int = DEFAULT_RRF_K
+    arm_weights: Mapping[ArmName, float] = field(default_factory=_default_arm_weights)
+    max_query_tokens: int = DEFAULT_MAX_QUERY_TOKENS
+    ts_config: str = DEFAULT_TS_CONFIG
+    boosts: BoostConfig = field(default_factory=BoostConfig)
+
+    def __post_init__(self) -> None:
+        if self.keyword not in KEYWORD_RANKINGS:
+            raise ConfigurationError(f"keyword must be one of {list(KEYWORD_RANKINGS)}, got {self.keyword!r}")
+        if self.bm25_k1 < 0 or not 0 <= self.bm25_b <= 1:
+            raise ConfigurationError(
+                f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={self.bm25_k1!r}, b={self.bm25_b!r}"
+            )

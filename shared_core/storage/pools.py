@@ -1,0 +1,210 @@
+"""The engine's connections: one sync pool, one async pool per event loop, and their closing.
+
+Pools open lazily, at the first plan run, after ``bootstrap`` (schema migrations) has run
+once. Every connection is configured the same way (pgvector types, HNSW session settings).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+import psycopg
+from pgvector.psycopg import register_vector, register_vector_async
+from psycopg import sql
+from psycopg_pool import AsyncConnectionPool, ConnectionPool
+
+from shared_core.errors import HindsightError
+from shared_core.storage.plan import Plan
+from shared_core.storage.runner import run_async, run_sync
+
+__all__ = ["Pools"]
+
+T = TypeVar("T")
+
+_SESSION_SETTINGS = sql.SQL(
+    "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', false), "
+    "set_config('hnsw.ef_search', {ef}, false), "
+    "set_config('hnsw.max_scan_tuples', {tuples}, false)"
+)
+_CONCURRENT_WORKERS = 4
+
+
+async def _close_at_loop_shutdown(pool: AsyncConnectionPool[Any]) -> None:
+    """Close ``pool`` when its event loop shuts down (``asyncio.run`` ending cancels every
+    task). The pool's own workers may be cancelled mid-connect and go back to waiting for work
+    (psycopg_pool retries a failed connection), which hung ``asyncio.run``'s exit; closing the
+    pool sends them their stop message. A no-op once the pool is closed by ``aclose``."""
+    try:
+        await asyncio.Event().wait()
+    except asyncio.CancelledError:
+        if not pool.closed:
+            await pool.close(timeout=1.0)
+        raise
+
+
+class Pools:
+    """Run plans on this DSN's connections, sync or async.
+
+    Args:
+        dsn: a libpq DSN.
+        bootstrap: run once, before the first pool opens (extensions, migrations).
+        min_size, max_size: pool bounds (each pool).
+        ef_search, max_scan_tuples: pgvector HNSW session settings.
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        bootstrap: Callable[[], None],
+        min_size: int,
+        max_size: int,
+        ef_search: int,
+        max_scan_tuples: int,
+    ) -> None:
+        self.dsn = dsn
+        self._bootstrap = bootstrap
+        self._min_size = min_size
+        self._max_size = max_size
+        # Iterative scans let a filtered ANN query (bank, fact type, tags) return its full LIMIT
+        # instead of stopping at ef_search candidates.
+        self._session = _SESSION_SETTINGS.format(
+            ef=sql.Literal(str(int(ef_search))), tuples=sql.Literal(str(int(max_scan_tuples)))
+        )
+        self._lock = threading.Lock()
+        self._pool: ConnectionPool[Any] | None = None
+        self._executor: ThreadPoolExecutor | None = None
+        self._async_pools: dict[asyncio.AbstractEventLoop, AsyncConnectionPool[Any]] = {}
+        self._closers: dict[asyncio.AbstractEventLoop, asyncio.Task[None]] = {}
+        self._opening: dict[asyncio.AbstractEventLoop, asyncio.Future[AsyncConnectionPool[Any]]] = {}
+        self.closed = False
+
+    # ---------------------------------------------------------------- running plans
+    def run(self, plan: Plan[T]) -> T:
+        """Run ``plan`` on the sync pool, in one transaction."""
+        pool = self._sync_pool()
+        assert self._executor is not None
+        return run_sync(pool, plan, executor=self._executor)
+
+    async def arun(self, plan: Plan[T]) -> T:
+        """Run ``plan`` on this event loop's async pool, in one transaction."""
+        return await run_async(await self._async_pool(), plan)
+
+    # ---------------------------------------------------------------- opening
+    def _configure_sync(self, conn: psycopg.Connection[Any]) -> None:
+        register_vector(conn)
+        conn.execute(self._session)
+        conn.commit()
+
+    async def _configure_async(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        await register_vector_async(conn)
+        await conn.execute(self._session)
+        await conn.commit()
+
+    def _sync_pool(self) -> ConnectionPool[Any]:
+        if self.closed:
+            raise HindsightError("this engine is closed")
+        if self._pool is None:
+            with self._lock:
+                if self._pool is None:
+                    self._bootstrap()
+                    self._executor = ThreadPoolExecutor(
+                        max_workers=_CONCURRENT_WORKERS, thread_name_prefix="hindsight"
+                    )
+                    self._pool = ConnectionPool(
+                        self.dsn,
+                        min_size=self._min_size,
+                        max_size=self._max_size,
+                        configure=self._configure_sync,
+                        open=True,
+                        name="hindsight",
+                    )
+        return self._pool
+
+    async def _async_pool(self) -> AsyncConnectionPool[Any]:
+        loop = asyncio.get_running_loop()
+        pool = self._async_pools.get(loop)
+        if pool is not None:
+            return pool
+        # Concurrent first calls on one loop (gather of arecalls) must share one pool: each
+        # used to open its own, and the orphans' workers hung asyncio.run's exit.
+        opening = self._opening.get(loop)
+        if opening is not None:
+            return await asyncio.shield(opening)
+        opening = loop.create_future()
+        self._opening[loop] = opening
+        try:
+            pool = await self._open_async_pool(loop)
+        except asyncio.CancelledError:
+            opening.cancel()
+            raise
+        except BaseException as exc:
+            opening.set_exception(exc)
+            opening.exception()  # mark it retrieved: the waiters, if any, get it too
+            raise
+        finally:
+            self._opening.pop(loop, None)
+        opening.set_result(pool)
+        return pool
+
+    async def _open_async_pool(self, loop: asyncio.AbstractEventLoop) -> AsyncConnectionPool[Any]:
+        # Bootstrapping (models, migrations) is blocking work: keep it off the loop.
+        await asyncio.to_thread(self._sync_pool)
+        for stale in [lp for lp in self._async_pools if lp.is_closed()]:
+            del self._async_pools[stale]
+            self._closers.pop(stale, None)
+        pool = AsyncConnectionPool(
+            self.dsn,
+            min_size=self._min_size,
+            max_size=self._max_size,
+            configure=self._configure_async,
+            open=False,
+            name="hindsight-async",
+        )
+        await pool.open()
+        self._async_pools[loop] = pool
+        # The loop keeps only a weak reference to a task: hold this one.
+        self._closers[loop] = loop.create_task(
+            _close_at_loop_shutdown(pool), name="hindsight-async-pool-closer"
+        )
+        return pool
+
+    # ---------------------------------------------------------------- closing
+    def close(self) -> None:
+        """Close every pool (an async pool whose loop is still running elsewhere dies with it)."""
+        if self.closed:
+            return
+        self.closed = True
+        if self._pool is not None:
+            self._pool.close()
+        for loop, pool in list(self._async_pools.items()):
+            if not loop.is_closed() and loop.is_running():
+                # Closing from another loop is not possible; the pool's workers die with it.
+                continue
+            if not loop.is_closed():
+                loop.run_until_complete(pool.close())
+        self._async_pools.clear()
+        self._closers.clear()
+        if self._executor is not None:
+            self._executor.shutdown(wait=False)
+
+    async def aclose(self) -> None:
+        """Close this loop's async pool here, then the rest (off the loop)."""
+        loop = asyncio.get_running_loop()
+        pool = self._async_pools.pop(loop, None)
+        if pool is not None:
+            await pool.close()
+        closer = self._closers.pop(loop, None)
+        if closer is not None:
+            closer.cancel()
+        await asyncio.to_thread(self.close)
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else "open"
+        return (
+            f"<Pools {state}: sync {'open' if self._pool else 'not opened'}, {len(self._async_pools)} async>"
+        )

@@ -1,0 +1,48 @@
+"""The sync and async runners are twins: the same plan gives the same values through both."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+
+from shared_core import MemoryEngine
+from shared_core.storage.plan import Compute, Concurrently, Copy, Plan, Query
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Pair:
+    n: int
+    word: str
+
+
+def _every_operation() -> Plan[list[Any]]:
+    seen: list[Any] = []
+    seen.append((yield Query("SELECT 1 AS n, 'one' AS word")))
+    seen.append((yield Query("SELECT 2 AS n, 'two' AS word", fetch="one", row_type=_Pair)))
+    seen.append((yield Query("SELECT 1 WHERE false", fetch="one")))
+    yield Query("CREATE TEMP TABLE twin (n int, word text) ON COMMIT DROP", fetch="none")
+    seen.append((yield Copy("COPY twin (n, word) FROM STDIN", [(3, "three"), (4, "four")])))
+    seen.append((yield Query("UPDATE twin SET word = upper(word)", fetch="none")))
+    seen.append((yield Query("SELECT n, word FROM twin ORDER BY n", row_type=_Pair)))
+    both = yield Concurrently((Query("SELECT %(x)s::int AS x", {"x": 5}), Query("SELECT 1/0 AS boom")))
+    seen.append((both[0], type(both[1]).__name__))
+    seen.append((yield Compute(sum, ([1, 2, 3],))))
+    try:
+        yield Query("SELECT pg_sleep(1)", timeout_ms=50)
+    except psycopg.errors.QueryCanceled:
+        seen.append("cancelled")
+    # The transaction survived the timeout (savepoint): the temp table is still there.
+    seen.append((yield Query("SELECT count(*) AS n FROM twin", fetch="one")))
+    return seen
+
+
+async def test_sync_and_async_runners_agree_on_every_operation(engine: MemoryEngine) -> None:
+    sync_values = engine.run(_every_operation())
+    async_values = await engine.arun(_every_operation())
+    assert sync_values == async_values
+    assert sync_values[1] == _Pair(n=2, word="two")
+    assert sync_values[5] == [_Pair(n=3, word="THREE"), _Pair(n=4, word="FOUR")]
+    assert sync_values[6] == ([{"x": 5}], "DivisionByZero")
+    assert sync_values[-2:] == ["cancelled", {"n": 2}]

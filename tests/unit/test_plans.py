@@ -1,0 +1,193 @@
+"""The recall and retain plans driven without a database, from recorded rows."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from typing import Any
+
+import numpy as np
+import psycopg
+import pytest
+
+from shared_core.config import EngineConfig
+from shared_core.models import Models
+from shared_core.recall.options import RecallOptions
+from shared_core.recall.pipeline import RecallContext, recall_plan
+from shared_core.recall.rerank import Reranker
+from shared_core.recall.settings import RecallSettings
+from shared_core.retain.flow import RetainContext, retain_flow
+from shared_core.storage.plan import Concurrently, Query
+from shared_core.tokens import default_token_counter
+from shared_core.types import TimeWindow
+from tests.fakes import FixedQueryEmbedder, run_recorded, statement_text
+
+NOW = dt.datetime(2024, 6, 1, tzinfo=dt.UTC)
+A, B, C = (
+    "00000000-0000-7000-8000-00000000000a",
+    "00000000-0000-7000-8000-00000000000b",
+    "00000000-0000-7000-8000-00000000000c",
+)
+
+
+def _row(memory_id: str, text: str, **extra: Any) -> dict[str, Any]:
+    row = {
+        "id": memory_id,
+        "text": text,
+        "context": None,
+        "fact_type": "world",
+        "occurred_start": None,
+        "occurred_end": None,
+        "mentioned_at": NOW,
+        "date_grain": None,
+        "tags": [],
+        "metadata": {},
+        "proof_count": 1,
+        "document_id": None,
+        "chunk_id": None,
+        "entities": [],
+    }
+    row.update(extra)
+    return row
+
+
+STORED = {
+    A: _row(A, "Alice works at Google."),
+    B: _row(B, "Bob lives in Paris."),
+    C: _row(C, "Carol plays chess."),
+}
+
+
+def _context(**settings: Any) -> RecallContext:
+    return RecallContext(
+        embed_query=FixedQueryEmbedder().embed_query,
+        parse_query_dates=None,
+        counter=default_token_counter(),
+        reranker=Reranker.from_spec("none"),
+        settings=dataclasses.replace(RecallSettings(), **settings),
+        now=lambda: NOW,
+    )
+
+
+def _answer(arms: dict[str, list[dict[str, Any]] | BaseException]):  # type: ignore[no-untyped-def]
+    """Rows per arm, recognised by their SQL; hydration from STORED."""
+
+    def answer(query: Query) -> Any:
+        text = statement_text(query)
+        if "kterms" in text:
+            return arms.get("keyword", [])
+        if "seeds AS MATERIALIZED" in text:
+            return arms.get("graph_fallback" if "entity_hits" not in text else "graph", [])
+        if "unnest(%(frontier)s" in text:
+            return arms.get("temporal_hop", [])
+        if "mentioned_at BETWEEN" in text:
+            return arms.get("temporal", [])
+        if "u.embedding <=>" in text:
+            return arms.get("semantic", [])
+        if "FROM memory_units u\nWHERE u.bank_id = %(bank)s AND u.id = ANY" in text:
+            wanted = {str(i) for i in query.params["ids"]}  # type: ignore[index]
+            return [r for i, r in STORED.items() if i in wanted]
+        raise AssertionError(f"unexpected statement {text[:80]!r}")
+
+    return answer
+
+
+def test_recall_plan_fuses_the_recorded_arms_and_traces_every_stage() -> None:
+    arms = {
+        "semantic": [{"id": A, "score": 0.9}, {"id": B, "score": 0.5}],
+        "keyword": [{"id": B, "score": 3.0}],
+        "graph": [{"id": C, "score": 0.8}],
+    }
+    result, ops = run_recorded(
+        recall_plan(_context(), "Where does Bob live?", RecallOptions(trace=True)), _answer(arms)
+    )  # type: ignore[arg-type]
+    # keyword (weight 3) puts B first; every arm's first statement went out in one batch
+    assert [m.id for m in result.memories] == [B, A, C]
+    first = next(op for op in ops if isinstance(op, Concurrently))
+    assert len(first.queries) == 3  # no window: no temporal statement
+    trace = result.trace
+    assert trace is not None and trace.time_window_source == "none"
+    assert [i for i, _ in trace.arms["semantic"]] == [A, B]
+    assert set(trace.timings_ms) >= {
+        "query_embedding",
+        "date_parsing",
+        "arms",
+        "fusion",
+        "hydrate",
+        "rerank",
+        "boosts",
+        "token_budget",
+        "total",
+    }
+    assert result.memories[0].scores.arm_ranks == {"semantic": 2, "keyword": 1}
+
+
+def test_graph_timeout_falls_back_to_links_and_says_so() -> None:
+    arms = {
+        "semantic": [{"id": A, "score": 0.9}],
+        "graph": psycopg.errors.QueryCanceled("timeout"),
+        "graph_fallback": [{"id": C, "score": 0.7}],
+    }
+    result, _ = run_recorded(
+        recall_plan(_context(), "chess?", RecallOptions(trace=True, arms=["semantic", "graph"])),
+        _answer(arms),
+    )  # type: ignore[arg-type]
+    assert result.trace is not None
+    assert [i for i, _ in result.trace.arms["graph"]] == [C]
+    assert any("graph arm timed out" in n for n in result.trace.notes)
+    assert "graph_fallback" in result.trace.timings_ms
+
+
+def test_temporal_arm_runs_with_a_window_and_spreads_along_links() -> None:
+    window = TimeWindow(start=dt.datetime(2024, 5, 1), end=dt.datetime(2024, 5, 31))
+    entry = {
+        "id": A,
+        "similarity": 0.8,
+        "occurred_start": dt.datetime(2024, 5, 16, tzinfo=dt.UTC),
+        "occurred_end": None,
+        "mentioned_at": NOW,
+        "date_grain": "day",
+    }
+    hop = {
+        "from_id": A,
+        "id": B,
+        "link_type": "temporal",
+        "weight": 1.0,
+        "similarity": 0.5,
+        "occurred_start": None,
+        "occurred_end": None,
+        "mentioned_at": None,
+        "date_grain": None,
+    }
+    result, _ = run_recorded(
+        recall_plan(
+            _context(), "what happened?", RecallOptions(trace=True, arms=["temporal"], temporal_window=window)
+        ),
+        _answer({"temporal": [entry], "temporal_hop": [hop]}),
+    )  # type: ignore[arg-type]
+    assert result.trace is not None and result.trace.time_window_source == "caller"
+    hits = dict(result.trace.arms["temporal"])
+    assert list(hits) == [A, B] and hits[A] == pytest.approx(1.0, abs=0.05)
+    assert "temporal_spread" in result.trace.timings_ms
+
+
+def test_retain_flow_writes_everything_in_one_plan() -> None:
+    models = Models(embedder=FixedQueryEmbedder(), token_counter=default_token_counter())
+    config = EngineConfig(extract_dates=False, extract_entities=False)
+    context = RetainContext(models=models, config=config, now=lambda: NOW)
+
+    def answer(query: Query) -> Any:
+        text = statement_text(query)
+        if "SELECT embedding_model, embedding_dimension FROM banks" in text:
+            return [{"embedding_model": "fixed-query-384", "embedding_dimension": 384}]
+        return []
+
+    ids, ops = run_recorded(
+        retain_flow(context, ["Alice works at Google.", "Bob skis."], bank="unit"), answer
+    )
+    assert len(ids) == 2 and ids[0] < ids[1]
+    statements = [statement_text(op) for op in ops if isinstance(op, Query)]
+    assert any("INSERT INTO banks" in s for s in statements)
+    stage = next(op for op in ops if type(op).__name__ == "Copy" and op.rows and len(op.rows[0]) == 16)
+    assert [row[1] for row in stage.rows] == ["Alice works at Google.", "Bob skis."]
+    assert np.allclose(np.linalg.norm(stage.rows[0][3]), 1.0)
