@@ -41,9 +41,10 @@ import psycopg
 from _locomo import DEFAULT_DATA_PATH, Conversation, load_locomo, parse_selection
 from _peers import SEARCH_K, EmbeddingCache
 from locomo import OursSystem, ours
+from pgvector.psycopg import register_vector
 from psycopg.rows import dict_row
 
-from shared_core.recall import sql as recall_sql
+from shared_core.recall.hydrate import HYDRATE
 
 DEFAULT_DATA_DIR = Path(__file__).resolve().parent / ".cache" / "reranker-data"
 
@@ -58,10 +59,13 @@ def _iso(value: dt.datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
 
 
-def _hydrate(dsn: str, bank: str, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+def _hydrate(dsn: str, bank: str, ids: Sequence[str], dimension: int) -> dict[str, dict[str, Any]]:
     """Every retained memory of the bank, by id (text, dates, entities, dia_id)."""
+    probe = np.zeros(dimension, dtype=np.float32)
+    probe[0] = 1.0  # HYDRATE also computes a cosine with the query; unused here
     with psycopg.connect(dsn, row_factory=dict_row) as conn:
-        rows = conn.execute(recall_sql.HYDRATE, {"bank": bank, "ids": list(ids)}).fetchall()
+        register_vector(conn)
+        rows = conn.execute(HYDRATE, {"bank": bank, "ids": list(ids), "qvec": probe}).fetchall()
     return {
         r["id"]: {
             "dia_id": (r["metadata"] or {}).get("dia_id"),
@@ -83,7 +87,7 @@ def extract_conversation(
     """Retain ``conv`` in a fresh bank, recall every question with a trace, return the rows."""
     system.index(conv.turns, query_time=conv.query_time)
     assert system.bank is not None and system.query_time is not None
-    memories = _hydrate(system.engine.dsn, system.bank, system._retained[system.bank])
+    memories = _hydrate(system.engine.dsn, system.bank, system._retained[system.bank], cache.dimension)
     text_vec = {mid: np.asarray(cache.get(m["text"]), dtype=np.float32) for mid, m in memories.items()}
     questions = []
     for q in conv.questions:

@@ -8,6 +8,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from shared_core.recall.fusion import FusedCandidate
 from shared_core.storage.plan import Plan, Query
 from shared_core.types import DateGrain, FactType
@@ -17,7 +20,7 @@ __all__ = ["CHUNKS", "HYDRATE", "MemoryRow", "chunks_plan", "hydrate_plan"]
 HYDRATE = """
 SELECT u.id::text AS id, u.text, u.context, u.fact_type, u.occurred_start, u.occurred_end,
        u.mentioned_at, u.date_grain, u.tags, u.metadata, u.proof_count, u.document_id,
-       u.chunk_id,
+       u.chunk_id, 1 - (u.embedding <=> %(qvec)s) AS cosine,
        coalesce((SELECT array_agg(e.canonical_name ORDER BY e.canonical_name)
                  FROM unit_entities ue JOIN entities e
                    ON e.bank_id = ue.bank_id AND e.id = ue.entity_id
@@ -46,6 +49,8 @@ class MemoryRow:
     proof_count: int
     document_id: str | None
     chunk_id: str | None
+    #: Cosine similarity with the query (None for a memory stored without an embedding).
+    cosine: float | None
     entities: Sequence[str]
 
 
@@ -58,11 +63,15 @@ class ChunkRow:
 
 
 def hydrate_plan(
-    bank: str, candidates: Sequence[FusedCandidate]
+    bank: str, candidates: Sequence[FusedCandidate], vector: npt.NDArray[np.float32]
 ) -> Plan[tuple[list[FusedCandidate], dict[str, MemoryRow]]]:
-    """The candidates still stored (a concurrent delete may have taken some), with their rows."""
+    """The candidates still stored (a concurrent delete may have taken some), with their rows
+    and their cosine with the query ``vector`` (every candidate's, not only the semantic arm's
+    hits: the learned reranker reads it)."""
     rows: list[MemoryRow] = yield Query(
-        HYDRATE, {"bank": bank, "ids": [uuid.UUID(c.id) for c in candidates]}, row_type=MemoryRow
+        HYDRATE,
+        {"bank": bank, "ids": [uuid.UUID(c.id) for c in candidates], "qvec": vector},
+        row_type=MemoryRow,
     )
     by_id = {r.id: r for r in rows}
     return [c for c in candidates if c.id in by_id], by_id

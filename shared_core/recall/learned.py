@@ -46,21 +46,17 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
+from shared_core.recall.arms.temporal import temporal_proximity
 from shared_core.recall.boosts import effective_date
-from shared_core.recall.temporal import temporal_proximity
 from shared_core.types import ARM_NAMES, ArmName, DateGrain, TimeWindow
 
 __all__ = [
     "FEATURE_NAMES",
-    "LEARNED_NAME",
     "CandidateSignals",
     "LearnedScorer",
     "QuerySignals",
     "featurize",
 ]
-
-LEARNED_NAME: Final = "learned"
-"""The reranker name the recall trace reports when this scorer ran."""
 
 _WEIGHTS_FILE: Final = "learned_reranker.json"
 _RRF_K: Final = 60.0
