@@ -29,6 +29,7 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import os
+import re
 import threading
 import warnings
 from collections.abc import Sequence
@@ -187,9 +188,15 @@ def _load_cross_encoder(spec: str) -> PairScorer:
     return cast(PairScorer, model)
 
 
+_URL = re.compile(r"'?https?://[^\s']+'?")
+
+
 def _first_line(exc: BaseException) -> str:
+    """The exception's first line, without URLs (the fallback note is one short line)."""
     message = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {message[0]}" if message else type(exc).__name__
+    if not message:
+        return type(exc).__name__
+    return f"{type(exc).__name__}: {_URL.sub('the model hub', message[0])}"
 
 
 def _resolve(spec: str) -> _Backend:
