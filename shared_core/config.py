@@ -100,6 +100,15 @@ DEFAULT_RERANK_BATCH_SIZE: Final = 32
 DEFAULT_RECENCY_ALPHA: Final = 0.05
 DEFAULT_TEMPORAL_ALPHA: Final = 0.2
 DEFAULT_PROOF_ALPHA: Final = 0.1
+# After a cross-encoder the boosts and arm weights are the leading implementation's (recency
+# 0.2, temporal 0.2, proof 0.1, every arm weighted 1): the cross-encoder decides the order, so
+# fusion only has to hand it a broad candidate list, and the gentler recency above was tuned for
+# passthrough scores spread by rank. Not measured here: no cross-encoder weights are available
+# offline (docs/benchmarks.md).
+DEFAULT_CROSS_ENCODER_RECENCY_ALPHA: Final = 0.2
+DEFAULT_CROSS_ENCODER_TEMPORAL_ALPHA: Final = 0.2
+DEFAULT_CROSS_ENCODER_ARM_WEIGHTS: Final = {"semantic": 1.0, "keyword": 1.0, "graph": 1.0,
+                                            "temporal": 1.0}
 DEFAULT_RECENCY_WINDOW_DAYS: Final = 365.0
 DEFAULT_RECENCY_HALF_LIFE_DAYS: Final = 90.0
 DEFAULT_HNSW_EF_SEARCH: Final = 100

@@ -8,6 +8,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 from psycopg import sql
 
 from shared_core.recall.fusion import FusedCandidate
@@ -48,7 +50,8 @@ class MemoryRow:
     proof_count: int
     document_id: str | None
     chunk_id: str | None
-    similarity: float
+    #: Cosine similarity with the query (None for a memory stored without an embedding).
+    similarity: float | None
     entities: Sequence[str]
 
 
@@ -61,10 +64,11 @@ class ChunkRow:
 
 
 def hydrate_plan(
-    bank: str, candidates: Sequence[FusedCandidate], vector: Any
+    bank: str, candidates: Sequence[FusedCandidate], vector: npt.NDArray[np.float32]
 ) -> Plan[tuple[list[FusedCandidate], dict[str, MemoryRow]]]:
     """The candidates still stored (a concurrent delete may have taken some), with their rows
-    and their cosine similarity to the query ``vector``."""
+    and their cosine similarity with the query ``vector`` (every candidate's, not only the
+    semantic arm's hits: the learned reranker and the adapters' scores read it)."""
     rows: list[MemoryRow] = yield Query(
         HYDRATE,
         {"bank": bank, "ids": [uuid.UUID(c.id) for c in candidates], "qvec": vector},

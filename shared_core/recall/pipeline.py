@@ -25,6 +25,7 @@ from shared_core.recall.budget import chunk_fill, resolve_budget, token_cut
 from shared_core.recall.filters import compile_filter
 from shared_core.recall.fusion import ArmHit, FusedCandidate, reciprocal_rank_fusion
 from shared_core.recall.hydrate import MemoryRow, chunks_plan, fill_plan, hydrate_plan
+from shared_core.recall.learned import CandidateSignals, LearnedScorer, QuerySignals
 from shared_core.recall.options import RecallOptions
 from shared_core.recall.query import bound_query, check_types
 from shared_core.recall.rerank import Reranker, format_document
@@ -82,11 +83,13 @@ def recall_plan(ctx: RecallContext, query: str, opts: RecallOptions) -> Plan[Rec
         filter=compile_filter(opts.metadata_filter),
     )
     arms = yield from _search(aq, opts.arm_names, watch, notes)
+    # Loads the cross-encoder on first use; its kind picks the arm weights and boosts.
+    arm_weights, _ = settings.profile(ctx.reranker.kind)
     with watch.stage("fusion"):
         cut = reciprocal_rank_fusion(
             {a: hits for a, hits in arms.items() if hits},
             k=settings.rrf_k,
-            weights=settings.arm_weights,
+            weights=arm_weights,
             limit=settings.rerank_max_candidates,
         )
     memories: list[RecalledMemory] = []
@@ -109,7 +112,7 @@ def recall_plan(ctx: RecallContext, query: str, opts: RecallOptions) -> Plan[Rec
     trace = None
     if opts.trace:
         if ctx.reranker.fallback_reason:
-            notes.append(f"reranker fell back to passthrough: {ctx.reranker.fallback_reason}")
+            notes.append(f"reranker fell back to {ctx.reranker.name}: {ctx.reranker.fallback_reason}")
         trace = RecallTrace(
             query=text,
             query_truncated=truncated,
@@ -177,19 +180,29 @@ def _rank(
     watch: Stopwatch,
 ) -> Plan[tuple[list[RecalledMemory], list[tuple[str, float]]]]:
     """Rerank, boost and cut the hydrated candidates to ``max_tokens``."""
+    _, boosts = ctx.settings.profile(ctx.reranker.kind)
     with watch.stage("rerank"):
-        documents = [
-            format_document(
-                rows[c.id].text, rows[c.id].context, rows[c.id].occurred_start or rows[c.id].mentioned_at
+        raw: list[float] | None
+        if ctx.reranker.is_learned:
+            raw = None
+            normalised = yield Compute(
+                LearnedScorer.default().score,
+                (
+                    QuerySignals.from_query(text, window),
+                    [_signals(i, c, rows[c.id]) for i, c in enumerate(cut)],
+                ),
             )
-            for c in cut
-        ]
-        raw, normalised = yield Compute(
-            ctx.reranker.rerank, (text, documents, ctx.settings.rerank_batch_size)
-        )
+        else:
+            # The date a cross-encoder sees is when the memory happened, never when it was
+            # stored or said (the ingest time would read as an event date).
+            documents = [format_document(rows[c.id].text, rows[c.id].context, rows[c.id].occurred_start)
+                         for c in cut]
+            raw, normalised = yield Compute(
+                ctx.reranker.rerank, (text, documents, ctx.settings.rerank_batch_size)
+            )
     with watch.stage("boosts"):
         inputs = [_boost_input(c, rows[c.id], window) for c in cut]
-        scored = apply_boosts(normalised, inputs, now, window is not None, ctx.settings.boosts)
+        scored = apply_boosts(normalised, inputs, now, window is not None, boosts)
     with watch.stage("token_budget"):
         fused_by_id = {c.id: c for c in cut}
         raw_by_id = dict(zip([c.id for c in cut], raw, strict=True)) if raw is not None else {}
@@ -233,8 +246,24 @@ def _memory(
         chunk_id=row.chunk_id,
         entities=tuple(row.entities),
         scores=scores,
-        similarity=float(row.similarity),
+        similarity=float(row.similarity) if row.similarity is not None else 0.0,
         below_threshold=below_threshold,
+    )
+
+
+def _signals(position: int, candidate: FusedCandidate, row: MemoryRow) -> CandidateSignals:
+    """What the learned reranker reads about a candidate at ``position`` in the fused order."""
+    return CandidateSignals(
+        position=position,
+        rrf=candidate.rrf,
+        ranks=candidate.ranks,
+        arm_scores=candidate.arm_scores,
+        cosine=row.similarity,
+        text=row.text,
+        occurred_start=row.occurred_start,
+        occurred_end=row.occurred_end,
+        mentioned_at=row.mentioned_at,
+        date_grain=row.date_grain,
     )
 
 

@@ -8,14 +8,17 @@ scores and scores normalised to [0, 1]:
 * any other :class:`~shared_core.protocols.PairScorer` has an unknown scale: if all its scores are
   already in [0, 1] (calibrated rerankers) they are kept, otherwise they are sigmoided
   (:func:`normalise_scores`);
-* in passthrough mode (``"none"``, or a model that cannot be loaded offline) the scores are
-  seeded from the RRF rank, ``1 − 0.9·rank/(n−1)`` (:func:`passthrough_scores`), so that the
-  boosts refine the fused order instead of sorting by recency alone.
+* the learned reranker (``"learned"``, and what recall uses when a cross-encoder cannot be
+  loaded offline) needs no model: recall scores its candidates from the signals it already
+  has (:mod:`shared_core.recall.learned`), so :meth:`Reranker.rerank` does not apply to it;
+* in passthrough mode (``"none"``) the scores are seeded from the RRF rank,
+  ``1 − 0.9·rank/(n−1)`` (:func:`passthrough_scores`), so that the boosts refine the fused
+  order instead of sorting by recency alone.
 
 Models load lazily, at first use, once per process and spec, and only from local files: nothing
-is ever downloaded. A model that cannot be loaded gives passthrough mode, one short warning
+is ever downloaded. A model that cannot be loaded gives the learned reranker, one short warning
 line per spec and process on the ``shared_core.recall.rerank`` logger (no URL, no traceback),
-and ``reranker.name == "passthrough"`` with the reason in the trace.
+and ``reranker.name == "learned"`` with the reason in the trace.
 
 >>> r = Reranker.from_spec("none")
 >>> r.name, r.rerank("who joined Google?", ["Alice joined Google.", "Bob likes tea."])
@@ -31,7 +34,7 @@ import os
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final, cast
+from typing import Final, Literal, cast
 
 import numpy as np
 
@@ -40,10 +43,13 @@ from shared_core.protocols import PairScorer
 from shared_core.types import as_utc
 
 __all__ = [
+    "LEARNED_NAME",
+    "LEARNED_SPECS",
     "PASSTHROUGH_NAME",
     "PASSTHROUGH_SPECS",
     "Reranker",
     "RerankerFallbackWarning",
+    "RerankerKind",
     "clear_reranker_cache",
     "format_document",
     "normalise_scores",
@@ -55,6 +61,13 @@ _log = logging.getLogger(__name__)
 PASSTHROUGH_NAME: Final = "passthrough"
 PASSTHROUGH_SPECS: Final = frozenset({"none", "passthrough", "rrf"})
 """Spec strings that select passthrough mode explicitly (no model, no warning)."""
+LEARNED_NAME: Final = "learned"
+"""The name the recall trace reports when the learned reranker ran."""
+LEARNED_SPECS: Final = frozenset({LEARNED_NAME})
+"""Spec strings that select the learned reranker explicitly (no model, no warning)."""
+
+RerankerKind = Literal["cross-encoder", "learned", "passthrough"]
+"""What scores the candidates; recall picks its arm weights and boosts by it."""
 _DEFAULT_SPEC: Final = "default"
 
 # Passthrough scores span [PASSTHROUGH_MIN, 1.0] from the first to the last RRF rank.
@@ -132,15 +145,23 @@ def passthrough_scores(n: int) -> list[float]:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _Backend:
-    """What a spec resolved to. ``scorer is None`` means passthrough."""
+    """What a spec resolved to: a pair scorer, the learned reranker, or passthrough."""
 
     name: str
     scorer: PairScorer | None = None
+    learned: bool = False
     logits: bool = False  # scores are logits of a model we loaded: always sigmoid
     fallback_reason: str | None = None
 
+    @property
+    def kind(self) -> RerankerKind:
+        if self.scorer is not None:
+            return "cross-encoder"
+        return "learned" if self.learned else "passthrough"
+
 
 _PASSTHROUGH: Final = _Backend(name=PASSTHROUGH_NAME)
+_LEARNED: Final = _Backend(name=LEARNED_NAME, learned=True)
 
 # Loaded models (or load failures) per spec, for the whole process. One lock: loads are rare
 # and slow, and serialising them avoids loading one model twice from two threads.
@@ -180,13 +201,13 @@ def _resolve(spec: str) -> _Backend:
         if backend is None:
             try:
                 backend = _Backend(name=spec, scorer=_load_cross_encoder(spec), logits=True)
-            except Exception as exc:  # any load failure degrades to passthrough, reported once
+            except Exception as exc:  # any load failure degrades to the learned reranker, once
                 # The exception's own text names hub URLs and cache paths: the type says
                 # enough in one line.
                 reason = (f"reranker model {spec!r} is not available offline "
-                          f"({type(exc).__name__}); using passthrough scores by RRF rank")
+                          f"({type(exc).__name__}); using the learned reranker")
                 _log.warning(reason)
-                backend = _Backend(name=PASSTHROUGH_NAME, fallback_reason=reason)
+                backend = _Backend(name=LEARNED_NAME, learned=True, fallback_reason=reason)
             _CACHE[spec] = backend
     return backend
 
@@ -213,7 +234,9 @@ class Reranker:
     def from_spec(cls, spec: str | PairScorer | Reranker | None = None) -> Reranker:
         """Build a reranker from a spec.
 
-        * ``None`` or ``"default"``: the default cross-encoder (``DEFAULT_CROSS_ENCODER``);
+        * ``None`` or ``"default"``: the default cross-encoder (``DEFAULT_CROSS_ENCODER``), or
+          the learned reranker when it cannot be loaded;
+        * ``"learned"``: the learned reranker, on purpose;
         * ``"none"`` (or ``"passthrough"``, ``"rrf"``): passthrough, on purpose;
         * any other string: a sentence-transformers ``CrossEncoder`` model name or path;
         * an object with ``predict`` (a :class:`PairScorer`): used as it is;
@@ -229,6 +252,8 @@ class Reranker:
             text = spec.strip()
             if text.lower() in PASSTHROUGH_SPECS:
                 return cls(backend=_PASSTHROUGH)
+            if text.lower() in LEARNED_SPECS:
+                return cls(backend=_LEARNED)
             if not text or text.lower() == _DEFAULT_SPEC:
                 return cls(spec=DEFAULT_CROSS_ENCODER)
             return cls(spec=os.path.expanduser(text))
@@ -256,9 +281,19 @@ class Reranker:
         return self._backend().name
 
     @property
+    def kind(self) -> RerankerKind:
+        """``"cross-encoder"`` (any pair scorer), ``"learned"`` or ``"passthrough"``."""
+        return self._backend().kind
+
+    @property
     def is_passthrough(self) -> bool:
         """True when scores come from the RRF rank rather than a model."""
-        return self._backend().scorer is None
+        return self.kind == "passthrough"
+
+    @property
+    def is_learned(self) -> bool:
+        """True when recall scores candidates with :mod:`shared_core.recall.learned`."""
+        return self.kind == "learned"
 
     @property
     def fallback_reason(self) -> str | None:
@@ -271,9 +306,13 @@ class Reranker:
         """Score ``documents`` (in RRF order) against ``query``.
 
         Returns ``(raw, normalised)`` aligned with ``documents``. In passthrough mode ``raw`` is
-        None and ``normalised`` follows the input (RRF rank) order.
+        None and ``normalised`` follows the input (RRF rank) order. The learned reranker scores
+        recall candidates, not strings: it raises ``TypeError`` here.
         """
         backend = self._backend()
+        if backend.learned:
+            raise TypeError("the learned reranker scores recall candidates from their signals "
+                            "(shared_core.recall.learned.LearnedScorer), not document strings")
         if backend.scorer is None:
             return None, passthrough_scores(len(documents))
         if not documents:

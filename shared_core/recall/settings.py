@@ -19,6 +19,9 @@ from shared_core.config import (
     DEFAULT_BM25_B,
     DEFAULT_BM25_K1,
     DEFAULT_CALIBRATED_MODELS,
+    DEFAULT_CROSS_ENCODER_ARM_WEIGHTS,
+    DEFAULT_CROSS_ENCODER_RECENCY_ALPHA,
+    DEFAULT_CROSS_ENCODER_TEMPORAL_ALPHA,
     DEFAULT_GRAPH_MIN_SCORE,
     DEFAULT_GRAPH_PER_ENTITY_LIMIT,
     DEFAULT_GRAPH_SEED_LIMIT,
@@ -46,6 +49,7 @@ from shared_core.config import (
 from shared_core.errors import ConfigurationError
 from shared_core.recall.boosts import BoostConfig
 from shared_core.recall.query import KEYWORD_RANKINGS, KeywordRanking
+from shared_core.recall.rerank import RerankerKind
 from shared_core.types import ARM_NAMES, ArmName
 
 __all__ = ["RecallSettings"]
@@ -54,6 +58,24 @@ __all__ = ["RecallSettings"]
 def _default_arm_weights() -> dict[ArmName, float]:
     weights: dict[ArmName, float] = {arm: DEFAULT_ARM_WEIGHTS[arm] for arm in ARM_NAMES}
     return weights
+
+
+def _cross_encoder_arm_weights() -> dict[ArmName, float]:
+    weights: dict[ArmName, float] = {arm: DEFAULT_CROSS_ENCODER_ARM_WEIGHTS[arm] for arm in ARM_NAMES}
+    return weights
+
+
+def _cross_encoder_boosts() -> BoostConfig:
+    return BoostConfig(
+        recency_alpha=DEFAULT_CROSS_ENCODER_RECENCY_ALPHA, temporal_alpha=DEFAULT_CROSS_ENCODER_TEMPORAL_ALPHA
+    )
+
+
+def _learned_boosts() -> BoostConfig:
+    # The learned score is the calibrated relevance: closeness to the question's dates is one
+    # of its features, recency is left out on purpose (a question about a long history is not
+    # about its end), and proof counts are not seen in training. Boosting it would undo both.
+    return BoostConfig(recency_alpha=0.0, temporal_alpha=0.0, proof_alpha=0.0)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -85,6 +107,8 @@ class RecallSettings:
     arm_weights: Mapping[ArmName, float] = field(default_factory=_default_arm_weights)
     max_query_tokens: int = DEFAULT_MAX_QUERY_TOKENS
     ts_config: str = DEFAULT_TS_CONFIG
+    #: Boosts after passthrough scores (and the arm weights above are passthrough's and the
+    #: learned reranker's: it was trained on candidates fused with them).
     boosts: BoostConfig = field(default_factory=BoostConfig)
     calibrated_models: tuple[str, ...] = DEFAULT_CALIBRATED_MODELS
     """Embedding models the absolute cosine cuts above were tuned for."""
@@ -107,6 +131,26 @@ class RecallSettings:
                                    semantic_min_similarity=-1.0,
                                    graph_seed_min_similarity=-1.0,
                                    temporal_min_similarity=-1.0)
+    #: Boosts after the learned reranker: none, so the score stays its calibrated relevance.
+    learned_boosts: BoostConfig = field(default_factory=_learned_boosts)
+    #: Boosts and arm weights when a cross-encoder scores the candidates.
+    cross_encoder_boosts: BoostConfig = field(default_factory=_cross_encoder_boosts)
+    cross_encoder_arm_weights: Mapping[ArmName, float] = field(default_factory=_cross_encoder_arm_weights)
+
+    def profile(self, kind: RerankerKind) -> tuple[Mapping[ArmName, float], BoostConfig]:
+        """The arm weights and boosts recall uses with this kind of reranker.
+
+        >>> weights, boosts = RecallSettings().profile("cross-encoder")
+        >>> weights["keyword"], boosts.recency_alpha
+        (1.0, 0.2)
+        >>> RecallSettings().profile("learned")[1].recency_alpha
+        0.0
+        """
+        if kind == "cross-encoder":
+            return self.cross_encoder_arm_weights, self.cross_encoder_boosts
+        if kind == "learned":
+            return self.arm_weights, self.learned_boosts
+        return self.arm_weights, self.boosts
 
     def __post_init__(self) -> None:
         if self.keyword not in KEYWORD_RANKINGS:

@@ -302,7 +302,8 @@ def test_fusion_keeps_semantic_and_temporal_evidence(
         qeng: MemoryEngine,
         temporal_bank: tuple[str, dict[str, str], dict[str, dt.datetime]]) -> None:
     bank, ids, dates = temporal_bank
-    result = qeng.recall("xyzzy", bank=bank, temporal_window=SPRING, trace=True)
+    # passthrough: the boosts apply (the learned reranker reads proximity as a feature instead)
+    result = qeng.recall("xyzzy", bank=bank, temporal_window=SPRING, trace=True, reranker="none")
     by_id = {m.id: m for m in result.memories}
     sem = by_id[ids["sem"]]
     assert {"semantic", "temporal"} <= set(sem.scores.arm_ranks)
@@ -326,7 +327,7 @@ def test_memory_dated_outside_the_window_has_zero_proximity(
     a temporal boost of 1 + 0.2 × (0 − 0.5) = 0.9, however it was reached (semantic arm, or
     spreading along a temporal link from an entry point)."""
     bank, ids, _ = temporal_bank
-    result = qeng.recall("xyzzy", bank=bank, temporal_window=SPRING, trace=True)
+    result = qeng.recall("xyzzy", bank=bank, temporal_window=SPRING, trace=True, reranker="none")
     before = {m.id: m for m in result.memories}[ids["before"]]
     assert "semantic" in before.scores.arm_ranks
     assert before.scores.temporal_proximity == pytest.approx(0.0)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -20,7 +21,8 @@ from shared_core.retain.flow import RetainContext, retain_flow
 from shared_core.storage.plan import Concurrently, Query
 from shared_core.tokens import default_token_counter
 from shared_core.types import TimeWindow
-from tests.fakes import FixedQueryEmbedder, run_recorded, statement_text
+from tests.fakes import FakeScorer, FixedQueryEmbedder, run_recorded, statement_text
+from tests.unit.test_rerank import tiny_cross_encoder  # noqa: F401  (a fixture)
 
 NOW = dt.datetime(2024, 6, 1, tzinfo=dt.UTC)
 A, B, C = (
@@ -59,12 +61,12 @@ STORED = {
 }
 
 
-def _context(**settings: Any) -> RecallContext:
+def _context(reranker: Any = "none", **settings: Any) -> RecallContext:
     return RecallContext(
         embed_query=FixedQueryEmbedder().embed_query,
         parse_query_dates=None,
         counter=default_token_counter(),
-        reranker=Reranker.from_spec("none"),
+        reranker=Reranker.from_spec(reranker),
         settings=dataclasses.replace(RecallSettings(), **settings),
         now=lambda: NOW,
     )
@@ -194,3 +196,69 @@ def test_retain_flow_writes_everything_in_one_plan() -> None:
     stage = next(op for op in ops if type(op).__name__ == "Copy" and op.rows and len(op.rows[0]) == 16)
     assert [row[1] for row in stage.rows] == ["Alice works at Google.", "Bob skis."]
     assert np.allclose(np.linalg.norm(stage.rows[0][3]), 1.0)
+
+
+# --- which reranker ran, and the settings that go with it (issue 11, items 1 and 5) ------------
+_ARMS = {
+    "semantic": [{"id": A, "score": 0.9}, {"id": B, "score": 0.5}],
+    "keyword": [{"id": C, "score": 3.0}],
+}
+
+
+def _recall(reranker: Any) -> Any:
+    result, _ = run_recorded(
+        recall_plan(_context(reranker), "Who plays chess?", RecallOptions(trace=True)), _answer(_ARMS)
+    )  # type: ignore[arg-type]
+    return result
+
+
+def test_learned_reranker_gives_calibrated_scores_and_is_named_in_the_trace() -> None:
+    result = _recall("learned")
+    assert result.trace.reranker == "learned"
+    assert {m.id for m in result.memories} == {A, B, C}
+    assert all(0.0 <= m.score <= 1.0 for m in result.memories)
+    for m in result.memories:
+        # no boost on top: the score is the model's probability
+        assert m.scores.recency_boost == m.scores.temporal_boost == m.scores.proof_boost == 1.0
+        assert m.score == m.scores.reranker
+    # the keyword arm's weight (3) still shapes the fused list the model reads
+    assert result.trace.fusion[0] == (C, 3 / 61)
+
+
+def test_a_cross_encoder_switches_arm_weights_and_boosts() -> None:
+    scorer = FakeScorer([0.0, 0.0, 0.0])
+    result = _recall(scorer)
+    assert result.trace.reranker == "fake-ce"
+    # every arm weighted 1 with a cross-encoder: C's keyword hit counts 1/61, not 3/61
+    assert dict(result.trace.fusion)[C] == 1 / 61
+    # recency alpha 0.2 (memories said at query time: recency 1 -> boost 1 + 0.2 x 0.5)
+    assert {m.scores.recency_boost for m in result.memories} == {1.1}
+    # passthrough keeps the gentler recency tuned for it
+    passthrough = _recall("none")
+    assert {m.scores.recency_boost for m in passthrough.memories} == {1.025}
+
+
+def test_the_cross_encoder_sees_event_dates_only() -> None:
+    occurred = dt.datetime(2022, 6, 5, tzinfo=dt.UTC)
+    STORED[A] = _row(A, "Alice works at Google.", occurred_start=occurred)
+    try:
+        scorer = FakeScorer([0.0, 0.0, 0.0])
+        _recall(scorer)
+        documents = {doc for pairs, _ in scorer.calls for _, doc in pairs}
+        # A happened on a known day; B and C were only said (mentioned_at): no date for them
+        assert documents == {
+            "[Date: June 05, 2022 (2022-06-05)] Alice works at Google.",
+            "Bob lives in Paris.",
+            "Carol plays chess.",
+        }
+    finally:
+        STORED[A] = _row(A, "Alice works at Google.")
+
+
+def test_a_real_tiny_cross_encoder_gets_the_cross_encoder_profile(tiny_cross_encoder: Path) -> None:  # noqa: F811
+    spec = str(tiny_cross_encoder)
+    result = _recall(spec)
+    assert result.trace.reranker == spec
+    assert dict(result.trace.fusion)[C] == 1 / 61
+    assert all(m.scores.reranker_raw is not None for m in result.memories)
+    assert {m.scores.recency_boost for m in result.memories} == {1.1}

@@ -104,7 +104,7 @@ def test_none_spec_is_explicit_passthrough_without_warning() -> None:
         warnings.simplefilter("error")
         r = Reranker.from_spec("none")
         assert r.name == "passthrough"
-        assert r.is_passthrough
+        assert r.is_passthrough and r.kind == "passthrough"
         assert r.fallback_reason is None
         raw, norm = r.rerank("q", ["a", "b", "c"])
     assert raw is None
@@ -117,23 +117,23 @@ def _default_model_is_cached() -> bool:
     return isinstance(try_to_load_from_cache(DEFAULT_CROSS_ENCODER, "config.json"), str)
 
 
-def test_default_falls_back_with_one_log_line_per_spec(caplog: pytest.LogCaptureFixture) -> None:
+def test_default_falls_back_to_learned_with_one_log_line_per_spec(
+        caplog: pytest.LogCaptureFixture) -> None:
     if _default_model_is_cached():
         pytest.skip(f"{DEFAULT_CROSS_ENCODER} is cached on this machine: no fallback to test")
     caplog.set_level("WARNING", logger="shared_core.recall.rerank")
     first = Reranker.from_spec(None)
     assert not caplog.records, "loading must be lazy: nothing happens before first use"
-    assert first.name == "passthrough"
-    raw, norm = first.rerank("q", ["a", "b"])
+    assert first.name == "learned"
+    assert first.is_learned and first.kind == "learned" and not first.is_passthrough
     second = Reranker.from_spec("default")
-    raw2, norm2 = second.rerank("q", ["a", "b", "c"])
-    assert Reranker.from_spec(None).name == "passthrough"
+    assert second.is_learned
+    assert Reranker.from_spec(None).name == "learned"
     fallback = [r for r in caplog.records if r.name == "shared_core.recall.rerank"]
     assert len(fallback) == 1
     message = fallback[0].getMessage()
-    assert DEFAULT_CROSS_ENCODER in message and "\n" not in message and "http" not in message
-    assert raw is None and norm == [1.0, 0.1]
-    assert raw2 is None and norm2 == pytest.approx([1.0, 0.55, 0.1])
+    assert DEFAULT_CROSS_ENCODER in message and "learned" in message
+    assert "\n" not in message and "http" not in message
     assert first.fallback_reason and DEFAULT_CROSS_ENCODER in first.fallback_reason
 
 
@@ -142,10 +142,20 @@ def test_missing_path_falls_back_with_its_own_log_line(tmp_path: Path,
     missing = str(tmp_path / "no-such-model")
     caplog.set_level("WARNING", logger="shared_core.recall.rerank")
     r = Reranker.from_spec(missing)
-    assert r.name == "passthrough"
-    assert Reranker.from_spec(missing).rerank("q", ["a"]) == (None, [1.0])
+    assert r.name == "learned"
+    assert Reranker.from_spec(missing).is_learned
     assert [rec.getMessage() for rec in caplog.records if "no-such-model" in rec.getMessage()]
     assert len(caplog.records) == 1
+
+
+def test_learned_spec_is_explicit_without_warning(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level("WARNING", logger="shared_core.recall.rerank")
+    r = Reranker.from_spec("learned")
+    assert r.name == "learned" and r.kind == "learned" and r.fallback_reason is None
+    assert not caplog.records
+    # it scores recall candidates, not strings
+    with pytest.raises(TypeError, match="learned"):
+        r.rerank("q", ["a"])
 
 
 def test_pair_scorer_used_as_is_with_sigmoid() -> None:
@@ -153,7 +163,7 @@ def test_pair_scorer_used_as_is_with_sigmoid() -> None:
     assert isinstance(scorer, PairScorer)
     r = Reranker.from_spec(scorer)
     assert r.name == "fake-ce"
-    assert not r.is_passthrough
+    assert not r.is_passthrough and r.kind == "cross-encoder"
     raw, norm = r.rerank("who?", ["d1", "d2", "d3"], batch_size=7)
     assert raw is not None and raw[:2] == [2.0, -1.0] and math.isnan(raw[2])
     assert norm == pytest.approx([_sigmoid(2.0), _sigmoid(-1.0), 0.0])

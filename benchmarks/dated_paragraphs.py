@@ -1,0 +1,712 @@
+"""Time-constrained questions over dated, encyclopedia-style paragraphs (fictional, generated).
+
+Non-chat evaluation data of our own making, to check that recall (and the learned reranker)
+does not only learn LoCoMo's chat habits. Fictional people (footballers, researchers,
+politicians, musicians, executives) each get a biography split into paragraphs like an
+encyclopedia article: an introduction, one paragraph per career stint (with its years and a
+dated event or two inside it), and a personal-life paragraph. Organisations are shared between
+people, so every question has hard negatives: the same person's other stints, and other people
+at the same organisation. Questions name a time the way people ask:
+
+* ``year``: "Which team did Oskar Vell play for in 2005?" (the year lies strictly inside one
+  stint; sometimes the paragraph states it, sometimes only the stint's bounds are written);
+* ``season-month``: "... in spring 2011?", "... in March 2008?";
+* ``relative``: "Which club did Oskar Vell join last year?" (query time 2024-06-01);
+* ``untimed``: "Where was Oskar Vell born?" (no date: a control).
+
+Each question's gold evidence is exactly one paragraph. Everything comes from a seeded
+``random.Random``: the same command always builds the same text (no LoCoMo text, no download).
+
+    .venv/bin/python benchmarks/dated_paragraphs.py                 # ours vs BM25 vs hybrid
+    .venv/bin/python benchmarks/dated_paragraphs.py --show 3        # print a sample
+    .venv/bin/python benchmarks/dated_paragraphs.py --systems ours ours:passthrough \\
+        --out docs/benchmarks/dated_paragraphs.json --md docs/benchmarks/dated_paragraphs.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import random
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _locomo import Conversation, Question, QuestionResult, Turn
+
+__all__ = ["CATEGORIES", "DATASETS", "build_dataset"]
+
+SEED = 20261130
+BANKS = 5
+PEOPLE_PER_BANK = 24
+QUERY_TIME = dt.datetime(2024, 6, 1, 12, 0)
+# Every paragraph was "ingested" at the same moment, as a document would be.
+INGESTED = dt.datetime(2024, 5, 20, 9, 0)
+
+CATEGORIES: dict[int, str] = {1: "year", 2: "season-month", 3: "relative", 4: "untimed"}
+
+_ONSETS = [
+    "Al",
+    "Bren",
+    "Cas",
+    "Dor",
+    "El",
+    "Fen",
+    "Gar",
+    "Hal",
+    "Is",
+    "Jor",
+    "Kel",
+    "Lor",
+    "Mar",
+    "Nor",
+    "Os",
+    "Per",
+    "Quin",
+    "Ros",
+    "Sel",
+    "Tor",
+    "Ul",
+    "Ves",
+    "Wen",
+    "Yar",
+    "Zel",
+    "Bar",
+    "Cor",
+    "Dag",
+    "Em",
+    "Far",
+]
+_CODAS = [
+    "a",
+    "an",
+    "en",
+    "in",
+    "o",
+    "is",
+    "et",
+    "ia",
+    "ric",
+    "wyn",
+    "mund",
+    "ela",
+    "ard",
+    "ine",
+    "uel",
+    "ora",
+    "ik",
+    "as",
+    "ey",
+    "ulf",
+]
+_SUR_A = [
+    "Ash",
+    "Brack",
+    "Cold",
+    "Dun",
+    "Elm",
+    "Fair",
+    "Grim",
+    "Hart",
+    "Ivy",
+    "Kes",
+    "Lang",
+    "Mor",
+    "North",
+    "Oak",
+    "Pel",
+    "Quar",
+    "Raven",
+    "Stan",
+    "Thorn",
+    "Vel",
+    "Whit",
+    "Yew",
+]
+_SUR_B = [
+    "berg",
+    "by",
+    "combe",
+    "dale",
+    "field",
+    "ford",
+    "gate",
+    "ham",
+    "holt",
+    "ley",
+    "mere",
+    "stow",
+    "ton",
+    "wick",
+    "worth",
+    "ridge",
+    "mont",
+    "strand",
+]
+_PLACES = [
+    "Velmora",
+    "Ostrakan",
+    "Lindqvale",
+    "Port Serrin",
+    "Caldermouth",
+    "Hesketh Bay",
+    "Ardenfall",
+    "Mirovka",
+    "Tallow Cross",
+    "San Irmo",
+    "Brevik",
+    "Quillon",
+    "Dunhallow",
+    "Estrella Nova",
+    "Korsgaard",
+    "Pellham",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class _Domain:
+    kind: str  # "a professional footballer"
+    orgs: tuple[str, ...]
+    join: tuple[str, ...]  # "signed for {org}"
+    stay: tuple[str, ...]  # "played for {org}"
+    events: tuple[str, ...]  # "helped the club win the {cup}"
+    ask: tuple[str, ...]  # "Which team did {name} play for {when}?"
+    ask_join: str  # "Which club did {name} join {when}?"
+
+
+_DOMAINS: tuple[_Domain, ...] = (
+    _Domain(
+        kind="a professional footballer who played as a {role}",
+        orgs=(
+            "Brackwater Rovers",
+            "FC Almsted",
+            "Dunmere Athletic",
+            "Sporting Velmora",
+            "Caldermouth United",
+            "Real Ostrakan",
+            "Hesketh Bay Wanderers",
+            "AC Lindqvale",
+            "Port Serrin City",
+            "Korsgaard FK",
+            "Ardenfall Town",
+            "Quillon Olympique",
+        ),
+        join=("signed for {org}", "joined {org}", "moved to {org}", "transferred to {org}"),
+        stay=("played for {org}", "turned out for {org}", "was a regular at {org}"),
+        events=(
+            "scored {n} league goals",
+            "helped the side reach the national cup final",
+            "was named the club's player of the season",
+            "captained the team for the first time",
+            "suffered a serious knee injury that kept {obj} out for {n} weeks",
+        ),
+        ask=(
+            "Which team did {name} play for {when}?",
+            "Which club was {name} with {when}?",
+            "Who was {name} playing for {when}?",
+        ),
+        ask_join="Which club did {name} join {when}?",
+    ),
+    _Domain(
+        kind="a {role} known for work on {topic}",
+        orgs=(
+            "the University of Calderon",
+            "the Velsingen Institute of Technology",
+            "Mirovka State University",
+            "the Brevik Research Centre",
+            "Pellham College",
+            "the Estrella Nova Observatory",
+            "the Dunhallow Laboratory for Applied Physics",
+            "Tallow Cross University",
+            "the Korsgaard Institute",
+            "San Irmo Polytechnic",
+        ),
+        join=(
+            "took up a post at {org}",
+            "was appointed to {org}",
+            "moved to {org}",
+            "accepted a position at {org}",
+        ),
+        stay=("worked at {org}", "taught at {org}", "led a research group at {org}"),
+        events=(
+            "published an influential paper on {topic}",
+            "received a national research prize",
+            "supervised {n} doctoral students",
+            "founded a laboratory for {topic}",
+            "spent a sabbatical term abroad",
+        ),
+        ask=(
+            "Which institution was {name} affiliated with {when}?",
+            "Where did {name} work {when}?",
+            "Which university employed {name} {when}?",
+        ),
+        ask_join="Which institution did {name} move to {when}?",
+    ),
+    _Domain(
+        kind="a {role} and public servant",
+        orgs=(
+            "the Velmora city council",
+            "the Ministry of Transport",
+            "the Ministry of Health",
+            "the Ostrakan regional assembly",
+            "the national parliament",
+            "the Port Serrin harbour authority",
+            "the Ministry of Culture",
+            "the Lindqvale district court",
+            "the Audit Office",
+            "the Caldermouth mayor's office",
+        ),
+        join=("was elected to {org}", "joined {org}", "was appointed to {org}", "entered {org}"),
+        stay=("served in {org}", "held office at {org}", "sat on {org}"),
+        events=(
+            "introduced a bill on public housing",
+            "chaired a committee on water supply",
+            "was re-elected with {n} per cent of the vote",
+            "led negotiations over a new rail link",
+            "faced a corruption inquiry that cleared {obj}",
+        ),
+        ask=(
+            "Which body did {name} serve in {when}?",
+            "Where did {name} hold office {when}?",
+            "What institution was {name} part of {when}?",
+        ),
+        ask_join="Which body did {name} join {when}?",
+    ),
+    _Domain(
+        kind="a {role} and recording artist",
+        orgs=(
+            "the Harrowgate Philharmonic",
+            "the Velmora Chamber Ensemble",
+            "the Brevik Opera Orchestra",
+            "the Pellham String Quartet",
+            "the Ardenfall Jazz Collective",
+            "the Quillon Radio Symphony",
+            "the Hesketh Bay Sinfonia",
+            "the Dunmere Brass Band",
+            "the Korsgaard Baroque Players",
+            "the San Irmo Festival Orchestra",
+        ),
+        join=(
+            "joined {org}",
+            "was engaged by {org}",
+            "became a member of {org}",
+            "auditioned successfully for {org}",
+        ),
+        stay=("performed with {org}", "played with {org}", "toured with {org}"),
+        events=(
+            "recorded {n} albums",
+            "gave a celebrated solo recital",
+            "premiered a new concerto",
+            "toured {n} countries",
+            "won a national music award",
+        ),
+        ask=(
+            "Which ensemble did {name} perform with {when}?",
+            "Who was {name} playing with {when}?",
+            "Which orchestra was {name} a member of {when}?",
+        ),
+        ask_join="Which ensemble did {name} join {when}?",
+    ),
+    _Domain(
+        kind="a business executive in {topic}",
+        orgs=(
+            "Norvane Logistics",
+            "Caldera Foods",
+            "Ostrakan Steelworks",
+            "Bellhaven Insurance",
+            "Lindqvale Telecom",
+            "Serrin Shipping",
+            "Mirovka Pharmaceuticals",
+            "Tallow Energy",
+            "Quarrydale Motors",
+            "Estrella Textiles",
+            "Korsgaard Bank",
+        ),
+        join=("joined {org}", "was hired by {org}", "moved to {org}", "was recruited by {org}"),
+        stay=("worked for {org}", "ran the European division of {org}", "was finance director at {org}"),
+        events=(
+            "oversaw the acquisition of a smaller rival",
+            "cut costs by {n} per cent",
+            "opened {n} new offices",
+            "launched a new product line",
+            "led a restructuring",
+        ),
+        ask=(
+            "Which company did {name} work for {when}?",
+            "Who employed {name} {when}?",
+            "Which firm was {name} at {when}?",
+        ),
+        ask_join="Which company did {name} join {when}?",
+    ),
+)
+_ROLES = {
+    0: ("midfielder", "defender", "striker", "goalkeeper"),
+    1: ("chemist", "physicist", "historian", "biologist", "economist"),
+    2: ("lawyer", "politician", "diplomat"),
+    3: ("violinist", "cellist", "pianist", "trumpeter", "saxophonist"),
+    4: ("manufacturing", "logistics", "finance", "retail"),
+}
+_TOPICS = (
+    "protein folding",
+    "glacier dynamics",
+    "medieval trade routes",
+    "soil microbes",
+    "labour markets",
+    "semiconductor lasers",
+)
+_SEASONS = {"spring": (3, 5), "summer": (6, 8), "autumn": (9, 11)}
+_MONTHS = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
+_NUMBER_WORDS = ("two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve")
+_FILLER = (
+    "Contemporary accounts describe {pron} as meticulous and reserved.",
+    "Colleagues later recalled {poss} habit of arriving hours before everyone else.",
+    "The move was widely reported in the local press at the time.",
+    "{Pron} later said that this period shaped {poss} approach to everything that followed.",
+    "Little of {poss} private correspondence from these years has survived.",
+    "The circumstances of the decision were the subject of some speculation.",
+    "Critics were divided, but the public response was warm.",
+    "Friends from that time remember long evenings spent discussing plans for the future, "
+    "most of which never came to anything.",
+    "{Pron} kept a detailed diary throughout, parts of which were published after {poss} "
+    "retirement and caused a minor stir among former colleagues.",
+    "The years were not without difficulty: money was often short, and {pron} spent long "
+    "stretches away from {poss} family.",
+    "Much of what is known about this time comes from interviews {pron} gave decades later, "
+    "which do not always agree with one another on the details.",
+    "An early biographer called it the most productive stretch of {poss} working life, a "
+    "judgement that later writers have mostly accepted.",
+    "Press coverage was extensive, and a profile in a national weekly made {poss} name familiar "
+    "well beyond the usual circles.",
+)
+
+
+def _name(rng: random.Random, used: set[str]) -> str:
+    while True:
+        first = rng.choice(_ONSETS) + rng.choice(_CODAS)
+        last = rng.choice(_SUR_A) + rng.choice(_SUR_B)
+        name = f"{first} {last}"
+        if name not in used and first.lower() != last.lower():
+            used.add(name)
+            return name
+
+
+@dataclass(frozen=True, slots=True)
+class _Stint:
+    org: str
+    start: int
+    end: int  # inclusive; QUERY_TIME.year for a current stint
+    current: bool
+
+
+def _career(rng: random.Random, domain: _Domain, born: int, recent: bool) -> list[_Stint]:
+    n = rng.randint(3, 5)
+    orgs = rng.sample(list(domain.orgs), n)
+    year = born + rng.randint(19, 26)
+    stints = []
+    for i, org in enumerate(orgs):
+        length = rng.randint(3, 8)
+        end = year + length
+        last = i == n - 1
+        if last and recent:
+            # the "last year" questions need a stint that started the year before the query
+            start, end = QUERY_TIME.year - 1, QUERY_TIME.year
+            if start <= year:
+                start = year + 1
+            stints.append(_Stint(org, start, max(end, start), current=True))
+            break
+        if end >= QUERY_TIME.year - 2:
+            break
+        stints.append(_Stint(org, year, end, current=False))
+        year = end  # the next stint starts the year this one ended
+    return stints
+
+
+def _sentence(rng: random.Random, template: str, name: str, pron: str, poss: str, topic: str) -> str:
+    obj = "her" if pron == "she" else "him"
+    text = template.format(
+        name=name,
+        pron=pron,
+        poss=poss,
+        Pron=pron.capitalize(),
+        obj=obj,
+        n=rng.choice(_NUMBER_WORDS),
+        topic=topic,
+    )
+    return text[0].upper() + text[1:]
+
+
+def _stint_paragraph(
+    rng: random.Random, domain: _Domain, person: dict[str, Any], stint: _Stint
+) -> tuple[str, list[int]]:
+    """The paragraph and the years it states outright."""
+    name, pron, poss, topic = person["name"], person["pron"], person["poss"], person["topic"]
+    surname = name.split()[1]
+    join = rng.choice(domain.join).format(org=stint.org)
+    stay = rng.choice(domain.stay).format(org=stint.org)
+    month = rng.choice(_MONTHS)
+    stated = [stint.start]
+    opening = rng.choice(
+        (
+            f"In {month} {stint.start}, {name} {join}.",
+            f"{name} {join} in {stint.start}.",
+            f"After months of negotiation, {name} {join} in {month} {stint.start}.",
+        )
+    )
+    sentences = [opening]
+    inner = [y for y in range(stint.start + 1, stint.end)]
+    if inner and rng.random() < 0.6:
+        year = rng.choice(inner)
+        stated.append(year)
+        event = _sentence(rng, rng.choice(domain.events), name, pron, poss, topic)
+        sentences.append(f"In {year} {surname} {event[0].lower() + event[1:]}.")
+    for filler in rng.sample(_FILLER, rng.randint(0, 4)):
+        sentences.append(_sentence(rng, filler, name, pron, poss, topic))
+    if stint.current:
+        sentences.append(
+            f"As of {QUERY_TIME.year}, {pron} still {stay.replace('was ', 'is ')}".replace(
+                "still worked", "still works"
+            )
+            .replace("still played", "still plays")
+            .replace("still performed", "still performs")
+            .replace("still served", "still serves")
+            + "."
+        )
+    else:
+        years = stint.end - stint.start
+        closing = rng.choice(
+            (
+                f"{pron.capitalize()} left in {stint.end}.",
+                f"{surname} {stay} until {stint.end}.",
+                f"After {_NUMBER_WORDS[min(years, 12) - 2] if years >= 2 else 'one'} "
+                f"years {pron} departed in {stint.end}.",
+            )
+        )
+        sentences.append(closing)
+        stated.append(stint.end)
+    return " ".join(sentences), stated
+
+
+def _person(
+    rng: random.Random, domain_index: int, used: set[str], recent: bool
+) -> tuple[dict[str, Any], list[tuple[str, str]], list[tuple[str, int, str]]]:
+    """(person, [(paragraph_key, text)], [(question, category, paragraph_key)])."""
+    domain = _DOMAINS[domain_index]
+    name = _name(rng, used)
+    female = rng.random() < 0.5
+    pron, poss = ("she", "her") if female else ("he", "his")
+    born = rng.randint(1940, 1975)
+    birthplace = rng.choice(_PLACES)
+    role = rng.choice(_ROLES[domain_index])
+    topic = rng.choice(_TOPICS)
+    person = {"name": name, "pron": pron, "poss": poss, "topic": topic}
+    stints = _career(rng, domain, born, recent)
+    kind = domain.kind.format(role=role, topic=topic)
+    orgs = ", ".join(s.org for s in stints[:-1]) + f" and {stints[-1].org}"
+    paragraphs: list[tuple[str, str]] = [
+        (
+            "intro",
+            (
+                f"{name} (born {rng.randint(1, 28)} {rng.choice(_MONTHS)} {born} in {birthplace}) is "
+                f"{kind}. Over a long career {pron} was associated with {orgs}. "
+                + _sentence(rng, rng.choice(_FILLER), name, pron, poss, topic)
+            ),
+        )
+    ]
+    questions: list[tuple[str, int, str]] = []
+    for i, stint in enumerate(stints):
+        key = f"stint{i}"
+        text, stated = _stint_paragraph(rng, domain, person, stint)
+        paragraphs.append((key, text))
+        inner = [y for y in range(stint.start + 1, stint.end)]
+        if stint.current:
+            questions.append((domain.ask_join.format(name=name, when="last year"), 3, key))
+            continue
+        if inner:
+            # a year inside the stint; a stated one half the time when the paragraph has one
+            stated_inner = [y for y in stated if y in inner]
+            year = rng.choice(stated_inner) if stated_inner and rng.random() < 0.5 else rng.choice(inner)
+            questions.append((rng.choice(domain.ask).format(name=name, when=f"in {year}"), 1, key))
+            if rng.random() < 0.5:
+                year = rng.choice(inner)
+                if rng.random() < 0.5:
+                    season = rng.choice(list(_SEASONS))
+                    when = f"in {season} {year}"
+                else:
+                    when = f"in {rng.choice(_MONTHS)} {year}"
+                questions.append((rng.choice(domain.ask).format(name=name, when=when), 2, key))
+    personal_year = stints[rng.randrange(len(stints))].start + 1
+    paragraphs.append(
+        (
+            "personal",
+            (
+                f"{name} married {rng.choice(['a teacher', 'an architect', 'a surgeon', 'a journalist'])} "
+                f"from {rng.choice(_PLACES)} in {personal_year}; the couple have "
+                f"{rng.choice(_NUMBER_WORDS[:4])} children. "
+                + _sentence(rng, rng.choice(_FILLER), name, pron, poss, topic)
+            ),
+        )
+    )
+    questions.append((f"Where was {name} born?", 4, "intro"))
+    return person, paragraphs, questions
+
+
+def _bank(rng: random.Random, index: int, prefix: str) -> Conversation:
+    used: set[str] = set()
+    turns: list[Turn] = []
+    questions: list[Question] = []
+    for p in range(PEOPLE_PER_BANK):
+        _, paragraphs, qs = _person(rng, p % len(_DOMAINS), used, recent=rng.random() < 0.25)
+        for key, text in paragraphs:
+            turns.append(
+                Turn(dia_id=f"B{index}:P{p}:{key}", speaker="", text=text, session=0, mentioned_at=INGESTED)
+            )
+        for question, category, key in qs:
+            questions.append(
+                Question(question=question, category=category, evidence=(f"B{index}:P{p}:{key}",))
+            )
+    return Conversation(
+        index=index,
+        sample_id=f"{prefix}-{index}",
+        turns=tuple(turns),
+        questions=tuple(questions),
+        query_time=QUERY_TIME,
+    )
+
+
+def _dated(seed: int, banks: int, prefix: str) -> list[Conversation]:
+    rng = random.Random(seed)
+    return [_bank(rng, i, prefix) for i in range(banks)]
+
+
+DATASETS: dict[str, Callable[[], list[Conversation]]] = {
+    # the evaluation set
+    "dated": lambda: _dated(SEED, BANKS, "dated"),
+    # same generator, another seed: training rows for the learned reranker's date features,
+    # never scored
+    "dated-train": lambda: _dated(SEED + 1, 3, "dated-train"),
+}
+
+
+def build_dataset(name: str) -> list[Conversation]:
+    """The banks of a generated dataset (deterministic), as LoCoMo-shaped conversations."""
+    if name not in DATASETS:
+        raise ValueError(f"unknown dataset {name!r}; known: {', '.join(DATASETS)}")
+    return DATASETS[name]()
+
+
+# --- evaluation harness -----------------------------------------------------------------------
+def aggregate(
+    results: Sequence[QuestionResult], ks: Sequence[int] = (1, 5, 10)
+) -> dict[str, dict[str, float]]:
+    """Mean recall in percent per category and overall."""
+    groups: dict[str, list[QuestionResult]] = {"overall": list(results), "timed": []}
+    for r in results:
+        groups.setdefault(CATEGORIES[r.category], []).append(r)
+        if r.category != 4:
+            groups["timed"].append(r)
+    return {
+        g: {f"R@{k}": round(100 * sum(r.recall[k] for r in rs) / len(rs), 1) for k in ks} | {"n": len(rs)}
+        for g, rs in groups.items()
+        if rs
+    }
+
+
+def markdown(table: dict[str, dict[str, dict[str, float]]]) -> str:
+    groups = ["overall", "timed", *CATEGORIES.values()]
+    first = next(iter(table.values()))
+    head = " | ".join(f"{g} (n={first[g]['n']:.0f})" for g in groups if g in first)
+    lines = [f"| system (R@1 / R@10) | {head} |", "|---|" + "---:|" * len(groups)]
+    for name, t in table.items():
+        cells = [f"{t[g]['R@1']:.1f} / {t[g]['R@10']:.1f}" for g in groups if g in t]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    import shlex
+
+    from _peers import EmbeddingCache, SystemUnavailableError
+    from _report import write_json, write_text
+    from locomo import make_system, run_system
+
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    p.add_argument("--dataset", default="dated", choices=sorted(DATASETS))
+    p.add_argument(
+        "--systems",
+        nargs="+",
+        default=["llamaindex-bm25", "langchain-ensemble", "ours"],
+        help="llamaindex-bm25 (plain BM25), langchain-ensemble (equal-weight "
+        "dense + BM25 RRF), ours[:<config>] (benchmarks/locomo.py)",
+    )
+    p.add_argument("--show", type=int, default=0, help="print N sample paragraphs and exit")
+    p.add_argument("--out", type=Path, default=None)
+    p.add_argument("--md", type=Path, default=None)
+    p.add_argument("--cache-dir", default="default")
+    args = p.parse_args(argv)
+    convs = build_dataset(args.dataset)
+    if args.show:
+        for t in convs[0].turns[: args.show]:
+            print(f"[{t.dia_id}] {t.text}\n")
+        for q in convs[0].questions[: args.show * 2]:
+            print(f"Q ({CATEGORIES[q.category]}): {q.question} -> {q.evidence[0]}")
+        return 0
+    cache = EmbeddingCache(cache_dir=args.cache_dir)
+    cache.ensure([t.text for c in convs for t in c.turns] + [q.question for c in convs for q in c.questions])
+    cache.save()
+    table: dict[str, dict[str, dict[str, float]]] = {}
+    for name in args.systems:
+        try:
+            system = make_system(name, cache)
+        except SystemUnavailableError as exc:
+            print(f"skipping {name}: {exc}", file=sys.stderr)
+            continue
+        results, _ = run_system(system, convs)
+        table[getattr(system, "label", name)] = aggregate(results)
+        print(f"{name}: {table[getattr(system, 'label', name)]['overall']}", file=sys.stderr, flush=True)
+    text = markdown(table)
+    print(text)
+    report = {
+        "dataset": args.dataset,
+        "seed": SEED,
+        "banks": len(convs),
+        "paragraphs": sum(len(c.turns) for c in convs),
+        "questions": sum(len(c.questions) for c in convs),
+        "command": "python benchmarks/dated_paragraphs.py "
+        + shlex.join(sys.argv[1:] if argv is None else list(argv)),
+        "systems": table,
+    }
+    if args.out:
+        write_json(args.out, report)
+    if args.md:
+        write_text(
+            args.md,
+            f"# Dated paragraphs: R@1 / R@10\n\nCommand: `{report['command']}`"
+            f"\n\n{report['banks']} banks, {report['paragraphs']} paragraphs, "
+            f"{report['questions']} questions.\n\n{text}\n",
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

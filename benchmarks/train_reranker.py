@@ -1,0 +1,427 @@
+"""Train the learned reranker (shared_core/recall/learned.py) and measure it against passthrough.
+
+Logistic regression with L2, fitted by Newton's method in numpy (deterministic: no random
+state, no sampling), on the fused candidates of LoCoMo conversations 0–4 only. Reported on
+held-out conversations 5–9 and on our own dated-paragraph set (benchmarks/dated_paragraphs.py),
+both against the order recall returned in passthrough mode on the same candidates:
+R@1/5/10 per category, and precision / recall of "score >= 0.5" over the candidates.
+
+    .venv/bin/python benchmarks/reranker_data.py --conversations all      # once (~6-10 min)
+    .venv/bin/python benchmarks/reranker_data.py --dataset dated           # once (~3 min)
+    .venv/bin/python benchmarks/train_reranker.py                          # report only
+    .venv/bin/python benchmarks/train_reranker.py --write                  # ship the weights
+    .venv/bin/python benchmarks/train_reranker.py --compare                # feature-set table
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import itertools
+import shlex
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import numpy as np
+import numpy.typing as npt
+from _report import write_json
+from reranker_data import DEFAULT_DATA_DIR, data_file, load_rows
+
+from shared_core.recall.learned import (
+    FEATURE_NAMES,
+    CandidateSignals,
+    LearnedScorer,
+    QuerySignals,
+    featurize,
+)
+from shared_core.types import TimeWindow
+
+WEIGHTS_PATH = Path(__file__).resolve().parent.parent / "shared_core" / "recall" / "learned_reranker.json"
+TRAIN = tuple(range(0, 5))
+HELD_OUT = tuple(range(5, 10))
+DATED = tuple(range(0, 5))
+# Chosen on conversations 0-4 (leave-one-conversation-out R@10 within 0-4) and checked on the
+# dated paragraphs; see docs/benchmarks.md.
+DEFAULT_FEATURES: tuple[str, ...] = (
+    "log1p_position",
+    "rrf_over_best",
+    "semantic_found",
+    "semantic_rr",
+    "keyword_found",
+    "keyword_rr",
+    "n_arms",
+    "cosine",
+    "cosine_minus_best",
+    "keyword_over_best",
+    "term_cover",
+    "name_cover",
+    "window_proximity",
+    "window_undated",
+    "window_year_stated",
+    "window_within_text_years",
+    "when_and_dated",
+    "when_and_year_stated",
+)
+DEFAULT_L2 = 1.0  # per-row-sum penalty on standardised coefficients (tuned on 0-4)
+LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+DATED_CATEGORIES = {1: "year", 2: "season-month", 3: "relative", 4: "untimed"}
+
+
+@dataclass(frozen=True, slots=True)
+class QuestionData:
+    dataset: str
+    conversation: int
+    category: int
+    x: npt.NDArray[np.float64]  # featurize() rows, all columns
+    labels: npt.NDArray[np.float64]  # 1 where the candidate is evidence
+    dia_ids: tuple[str, ...]  # per candidate, in fused order
+    evidence: frozenset[str]
+    passthrough: tuple[str, ...]  # dia_ids in the order recall returned them
+
+
+def _dt(value: str | None) -> dt.datetime | None:
+    return dt.datetime.fromisoformat(value) if value else None
+
+
+def questions_of(block: dict[str, Any]) -> list[QuestionData]:
+    memories = block["memories"]
+    out = []
+    for q in block["questions"]:
+        window = None
+        if q["window"] is not None:
+            start, end, grain = q["window"]
+            window = TimeWindow(
+                start=dt.datetime.fromisoformat(start), end=dt.datetime.fromisoformat(end), grain=grain
+            )
+        query = QuerySignals.from_query(q["question"], window)
+        signals = []
+        for c in q["candidates"]:
+            m = memories[c["id"]]
+            signals.append(
+                CandidateSignals(
+                    position=c["position"],
+                    rrf=c["rrf"],
+                    ranks=c["ranks"],
+                    arm_scores=c["scores"],
+                    cosine=c["cosine"],
+                    text=m["text"],
+                    occurred_start=_dt(m["occurred_start"]),
+                    occurred_end=_dt(m["occurred_end"]),
+                    mentioned_at=_dt(m["mentioned_at"]),
+                    date_grain=m["date_grain"],
+                )
+            )
+        dia = tuple(str(memories[c["id"]]["dia_id"]) for c in q["candidates"])
+        evidence = frozenset(q["evidence"])
+        out.append(
+            QuestionData(
+                dataset=block["dataset"],
+                conversation=block["index"],
+                category=q["category"],
+                x=featurize(query, signals),
+                labels=np.asarray([d in evidence for d in dia], dtype=np.float64),
+                dia_ids=dia,
+                evidence=evidence,
+                passthrough=tuple(str(memories[i]["dia_id"]) for i in q["passthrough"]),
+            )
+        )
+    return out
+
+
+def load(dataset: str, indices: Iterable[int], data_dir: Path) -> list[QuestionData]:
+    return [q for block in load_rows(data_dir, dataset, list(indices)) for q in questions_of(block)]
+
+
+def fit(questions: Sequence[QuestionData], features: Sequence[str], l2: float) -> LearnedScorer:
+    """L2-regularised logistic regression by Newton's method on standardised features."""
+    cols = [FEATURE_NAMES.index(f) for f in features]
+    x = np.concatenate([q.x[:, cols] for q in questions])
+    y = np.concatenate([q.labels for q in questions])
+    mean = x.mean(axis=0)
+    scale = x.std(axis=0)
+    scale[scale < 1e-9] = 1.0
+    z = np.hstack([np.ones((len(x), 1)), (x - mean) / scale])
+    w = np.zeros(z.shape[1])
+    penalty = np.full(z.shape[1], l2)
+    penalty[0] = 0.0  # the intercept is not shrunk
+    for _ in range(50):
+        p = 1.0 / (1.0 + np.exp(-np.clip(z @ w, -40, 40)))
+        grad = z.T @ (p - y) + penalty * w
+        hess = (z * (p * (1 - p))[:, None]).T @ z + np.diag(penalty + 1e-9)
+        step = np.linalg.solve(hess, grad)
+        w -= step
+        if float(np.max(np.abs(step))) < 1e-8:
+            break
+    return LearnedScorer(features=tuple(features), mean=mean, scale=scale, coef=w[1:], intercept=float(w[0]))
+
+
+def recall_at(order: Sequence[str], evidence: frozenset[str], k: int) -> float:
+    seen: list[str] = []
+    for d in order:
+        if d not in seen:
+            seen.append(d)
+        if len(seen) >= k:
+            break
+    return len(evidence.intersection(seen)) / len(evidence)
+
+
+def evaluate(
+    questions: Sequence[QuestionData],
+    scorer: LearnedScorer | None,
+    categories: dict[int, str],
+    ks: Sequence[int] = (1, 5, 10),
+) -> dict[str, dict[str, float]]:
+    """Mean R@k (percent) per category and overall; ``scorer=None`` is passthrough."""
+    groups: dict[str, list[dict[int, float]]] = {"overall": []}
+    for q in questions:
+        if scorer is None:
+            order: Sequence[str] = q.passthrough
+        else:
+            logits = scorer.logits(q.x)
+            # stable: ties keep the fused order
+            order = [q.dia_ids[i] for i in np.argsort(-logits, kind="stable")]
+        r = {k: recall_at(order, q.evidence, k) for k in ks}
+        groups["overall"].append(r)
+        groups.setdefault(categories.get(q.category, str(q.category)), []).append(r)
+    return {
+        g: {f"R@{k}": round(100 * float(np.mean([r[k] for r in rs])), 1) for k in ks} | {"n": len(rs)}
+        for g, rs in groups.items()
+    }
+
+
+def threshold_table(
+    questions: Sequence[QuestionData], scorer: LearnedScorer, thresholds: Sequence[float] = (0.3, 0.5, 0.7)
+) -> list[dict[str, float]]:
+    """Precision and recall of ``score >= t`` over every candidate of every question; recall
+    counts all gold evidence, found by recall or not."""
+    probs = np.concatenate([1 / (1 + np.exp(-scorer.logits(q.x))) for q in questions])
+    labels = np.concatenate([q.labels for q in questions])
+    gold = sum(len(q.evidence) for q in questions)
+    rows = []
+    for t in thresholds:
+        kept = probs >= t
+        tp = float(labels[kept].sum())
+        rows.append(
+            {
+                "threshold": t,
+                "kept_per_question": round(kept.sum() / len(questions), 2),
+                "precision": round(100 * tp / max(kept.sum(), 1), 1),
+                "recall": round(100 * tp / gold, 1),
+            }
+        )
+    return rows
+
+
+def calibration(
+    questions: Sequence[QuestionData], scorer: LearnedScorer, bins: int = 5
+) -> list[dict[str, float]]:
+    """Mean predicted probability vs observed evidence rate, per probability bin."""
+    probs = np.concatenate([1 / (1 + np.exp(-scorer.logits(q.x))) for q in questions])
+    labels = np.concatenate([q.labels for q in questions])
+    edges = np.array([0.0, 0.05, 0.2, 0.4, 0.6, 1.0001])[: bins + 1]
+    out = []
+    for lo, hi in itertools.pairwise(edges):
+        sel = (probs >= lo) & (probs < hi)
+        if sel.any():
+            out.append(
+                {
+                    "bin": f"[{lo:.2f}, {min(hi, 1):.2f})",
+                    "n": int(sel.sum()),
+                    "mean_score": round(float(probs[sel].mean()), 3),
+                    "evidence_rate": round(float(labels[sel].mean()), 3),
+                }
+            )
+    return out
+
+
+def _row(name: str, table: dict[str, dict[str, float]], groups: Sequence[str]) -> str:
+    return (
+        f"| {name} | "
+        + " | ".join(
+            f"{table[g]['R@1']:.1f} / {table[g]['R@5']:.1f} / {table[g]['R@10']:.1f}" if g in table else "–"
+            for g in groups
+        )
+        + " |"
+    )
+
+
+def report(
+    train: Sequence[QuestionData],
+    held: Sequence[QuestionData],
+    dated: Sequence[QuestionData],
+    scorer: LearnedScorer,
+) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, qs, cats in (
+        ("locomo 0-4 (train)", train, LOCOMO_CATEGORIES),
+        ("locomo 5-9 (held out)", held, LOCOMO_CATEGORIES),
+        ("dated paragraphs", dated, DATED_CATEGORIES),
+    ):
+        if not qs:
+            continue
+        groups = ["overall", *cats.values()]
+        base, learned = evaluate(qs, None, cats), evaluate(qs, scorer, cats)
+        print(f"\n### {name} (R@1 / R@5 / R@10)\n")
+        print("| ranking | " + " | ".join(f"{g} (n={base[g]['n']})" for g in groups if g in base) + " |")
+        print("|---|" + "---:|" * len([g for g in groups if g in base]))
+        print(_row("passthrough (RRF + boosts)", base, [g for g in groups if g in base]))
+        print(_row("learned", learned, [g for g in groups if g in base]))
+        out[name] = {"passthrough": base, "learned": learned}
+    if held:
+        out["threshold_5_9"] = threshold_table(held, scorer)
+        out["calibration_5_9"] = calibration(held, scorer)
+        print("\n### score >= t on LoCoMo 5-9 (all candidates)\n")
+        print("| t | kept per question | precision | recall |\n|---:|---:|---:|---:|")
+        for r in out["threshold_5_9"]:
+            print(f"| {r['threshold']} | {r['kept_per_question']} | {r['precision']} | {r['recall']} |")
+        print("\ncalibration (5-9):", out["calibration_5_9"])
+    return out
+
+
+def scoring_ms(block: dict[str, Any], scorer: LearnedScorer, repeat: int = 20) -> float:
+    """Best-of-``repeat`` wall time (ms) to featurize and score the largest candidate list of
+    one stored conversation: what recall adds per query in learned mode."""
+    memories = block["memories"]
+    q = max(block["questions"], key=lambda q: len(q["candidates"]))
+    query = QuerySignals.from_query(q["question"], None)
+    signals = [
+        CandidateSignals(
+            position=c["position"],
+            rrf=c["rrf"],
+            ranks=c["ranks"],
+            arm_scores=c["scores"],
+            cosine=c["cosine"],
+            text=memories[c["id"]]["text"],
+            mentioned_at=_dt(memories[c["id"]]["mentioned_at"]),
+        )
+        for c in q["candidates"]
+    ]
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        scorer.score(query, signals)
+        best = min(best, time.perf_counter() - t0)
+    return round(best * 1e3, 3)
+
+
+def leave_one_out(train: Sequence[QuestionData], features: Sequence[str], l2: float) -> float:
+    """Mean R@10 over conversations 0-4, each scored by a model fitted on the other four."""
+    scores = []
+    for held in sorted({q.conversation for q in train}):
+        model = fit([q for q in train if q.conversation != held], features, l2)
+        part = [q for q in train if q.conversation == held]
+        scores += [
+            recall_at([q.dia_ids[i] for i in np.argsort(-model.logits(q.x), kind="stable")], q.evidence, 10)
+            for q in part
+        ]
+    return round(100 * float(np.mean(scores)), 1)
+
+
+_GRAPH_TEMPORAL_ARMS = ("graph_found", "graph_rr", "graph_score", "temporal_found", "temporal_rr")
+VARIANTS: dict[str, tuple[str, ...]] = {
+    "default": DEFAULT_FEATURES,
+    "+ log_words": (*DEFAULT_FEATURES, "log_words"),
+    "+ graph and temporal arm features": (*DEFAULT_FEATURES, *_GRAPH_TEMPORAL_ARMS),
+    "+ both": (*DEFAULT_FEATURES, *_GRAPH_TEMPORAL_ARMS, "log_words"),
+    "- text features": tuple(f for f in DEFAULT_FEATURES if f not in {"term_cover", "name_cover"}),
+    "- date features": tuple(f for f in DEFAULT_FEATURES if not f.startswith(("window_", "when_"))),
+    "trace only (the 19-number lead without length and recency)": (
+        "log1p_position",
+        "rrf_over_best",
+        "semantic_found",
+        "semantic_rr",
+        "keyword_found",
+        "keyword_rr",
+        "n_arms",
+        "cosine",
+        "keyword_over_best",
+        "window_proximity",
+        "window_undated",
+        *_GRAPH_TEMPORAL_ARMS,
+    ),
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    p.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
+    p.add_argument("--l2", type=float, default=DEFAULT_L2)
+    p.add_argument("--features", nargs="*", default=list(DEFAULT_FEATURES))
+    p.add_argument("--write", action="store_true", help=f"write {WEIGHTS_PATH.name}")
+    p.add_argument("--compare", action="store_true", help="table of feature-set variants")
+    p.add_argument("--out", type=Path, default=None, help="JSON report")
+    args = p.parse_args(argv)
+    train = load("locomo", TRAIN, args.data_dir)
+    present = [i for i in HELD_OUT if data_file(args.data_dir, "locomo", i).exists()]
+    if len(present) < len(HELD_OUT):
+        print(f"(held out: only conversations {present} are extracted)", file=sys.stderr)
+    held = load("locomo", present, args.data_dir)
+    try:
+        dated = load("dated", DATED, args.data_dir)
+    except FileNotFoundError as exc:
+        print(f"(no dated-paragraph data: {exc})", file=sys.stderr)
+        dated = []
+    if args.compare:
+        print("| features | l2 | LOO R@10 0-4 | 5-9 R@1/R@10 | dated R@1/R@10 |\n|---|---:|---:|---:|---:|")
+        for name, feats in VARIANTS.items():
+            for l2 in (0.1, 1.0, 10.0):
+                model = fit(train, feats, l2)
+                h = evaluate(held, model, LOCOMO_CATEGORIES)["overall"]
+                d = evaluate(dated, model, DATED_CATEGORIES)["overall"] if dated else None
+                dcell = f"{d['R@1']} / {d['R@10']}" if d else "–"
+                print(
+                    f"| {name} | {l2:g} | {leave_one_out(train, feats, l2)} | "
+                    f"{h['R@1']} / {h['R@10']} | {dcell} |",
+                    flush=True,
+                )
+        return 0
+    scorer = fit(train, args.features, args.l2)
+    command = "python benchmarks/train_reranker.py " + shlex.join(
+        sys.argv[1:] if argv is None else list(argv)
+    )
+    scorer = LearnedScorer(
+        features=scorer.features,
+        mean=scorer.mean,
+        scale=scorer.scale,
+        coef=scorer.coef,
+        intercept=scorer.intercept,
+        meta={
+            "model": "logistic regression, L2 on standardised features (Newton's method)",
+            "l2": args.l2,
+            "trained_on": "LoCoMo conversations 0-4 (every question with evidence, every "
+            f"fused candidate: {sum(len(q.labels) for q in train)} rows, "
+            f"{int(sum(q.labels.sum() for q in train))} positives); candidates "
+            "from recall defaults (passthrough), all-MiniLM-L6-v2",
+            "command": "python benchmarks/reranker_data.py --conversations all && "
+            + command.replace(" --write", ""),
+        },
+    )
+    results = report(train, held, dated, scorer)
+    block = load_rows(args.data_dir, "locomo", [TRAIN[0]])[0]
+    results["scoring_ms_300"] = scoring_ms(block, scorer)
+    print(
+        f"\nscoring {max(len(q['candidates']) for q in block['questions'])} candidates: "
+        f"{results['scoring_ms_300']} ms (best of 20, featurize + score)"
+    )
+    print("\ncoefficients (standardised):")
+    for f, c in sorted(zip(scorer.features, scorer.coef, strict=True), key=lambda t: -abs(t[1])):
+        print(f"  {f:28s} {c:+.3f}")
+    if args.write:
+        write_json(WEIGHTS_PATH, scorer.to_dict())
+        print(f"wrote {WEIGHTS_PATH}", file=sys.stderr)
+    if args.out:
+        write_json(
+            args.out,
+            {"command": command, "features": list(scorer.features), "l2": args.l2, "results": results},
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

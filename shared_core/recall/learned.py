@@ -1,0 +1,356 @@
+"""The learned reranker: calibrated relevance from signals recall already has, no model to load.
+
+A logistic regression over a few numbers per fused candidate: where each arm ranked it and its
+raw score there, its RRF score and position, its cosine with the query (relative to the best
+cosine of the query), term and name coverage of the query, whether a date the question names
+is stated in or near it, and (for "when" questions) whether it carries a date at all. The
+weights ship with the package (``learned_reranker.json``, beside this module, with the feature
+list, what they were trained on and the command that trained them); scoring is a few numpy
+operations, deterministic, well under 2 ms for 300 candidates.
+
+The output is a probability that the candidate is evidence for the question, calibrated on the
+training questions' candidate lists, so a ``score_threshold`` of 0.5 means "more likely
+evidence than not" (the precision and recall it gave on held-out conversations are in
+docs/benchmarks.md).
+
+Features are deliberately the general kind: no recency (questions about a long history are not
+about its end), text length only as a bounded log, scores normalised within the query (a
+cosine of 0.4 means little alone, 0.05 below the best cosine of the query means a lot).
+
+>>> import datetime as dt
+>>> scorer = LearnedScorer.default()
+>>> query = QuerySignals.from_query("Where does Mara work?", window=None)
+>>> first = CandidateSignals(position=0, rrf=0.06, ranks={"semantic": 1, "keyword": 1},
+...                          arm_scores={"semantic": 0.71, "keyword": 7.2}, cosine=0.71,
+...                          text="Mara works in a violin workshop in Cremona.")
+>>> second = CandidateSignals(position=1, rrf=0.02, ranks={"semantic": 2},
+...                           arm_scores={"semantic": 0.31}, cosine=0.31,
+...                           text="The weather was cold.")
+>>> a, b = scorer.score(query, [first, second])
+>>> 0.0 <= b < a <= 1.0
+True
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import functools
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
+
+from shared_core.recall.arms.temporal import temporal_proximity
+from shared_core.recall.boosts import effective_date
+from shared_core.types import ARM_NAMES, ArmName, DateGrain, TimeWindow
+
+__all__ = [
+    "FEATURE_NAMES",
+    "CandidateSignals",
+    "LearnedScorer",
+    "QuerySignals",
+    "featurize",
+]
+
+_WEIGHTS_FILE: Final = "learned_reranker.json"
+_RRF_K: Final = 60.0
+_WORD = re.compile(r"[^\W_]+")
+_YEAR = re.compile(r"\b(1[5-9]\d\d|20\d\d)\b")
+_WHEN = re.compile(
+    r"\b(when|what (year|month|date|day|time)|how long ago|since when|which "
+    r"(year|month|day))\b",
+    re.IGNORECASE,
+)
+_STOP_WORDS = """a an the and or but if of to in on at by for with from about as into over after
+before is are was were be been being am do does did done have has had having i me my we our you
+your he him his she her it its they them their this that these those what which who whom whose
+when where why how there here not no so than then too very can could will would shall should may
+might must just also any all some each other such only own same both few more most s t don say
+said tell told ever get got"""
+_STOP: Final = frozenset(_STOP_WORDS.split())
+# Cosines and proportions are bounded; the text length enters as a clipped log.
+_MIN_WORDS: Final = 3
+_MAX_WORDS: Final = 300
+
+
+def _content_terms(text: str) -> frozenset[str]:
+    """Lower-cased words of 3+ characters that are not stop words, cut to a 6-letter stem."""
+    return frozenset(w[:6] for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in _STOP)
+
+
+def _names(text: str) -> frozenset[str]:
+    """Capitalised words after the first word (likely names), lower-cased."""
+    words = _WORD.findall(text)
+    return frozenset(w.lower() for w in words[1:] if w[:1].isupper() and w.lower() not in _STOP)
+
+
+def _alternation(words: frozenset[str], *, whole: bool) -> re.Pattern[str] | None:
+    """One regex finding any of ``words`` at a word start (as a whole word if ``whole``): a
+    single C-level scan per candidate text instead of tokenising it in Python."""
+    if not words:
+        return None
+    body = "|".join(re.escape(w) for w in sorted(words, key=lambda w: (-len(w), w)))
+    return re.compile(rf"\b(?:{body})" + (r"\b" if whole else ""))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QuerySignals:
+    """What the scorer needs to know about the question (built once per recall)."""
+
+    terms: frozenset[str]
+    names: frozenset[str]
+    asks_when: bool
+    window: TimeWindow | None
+    _terms_re: re.Pattern[str] | None = field(default=None, repr=False, compare=False)
+    _names_re: re.Pattern[str] | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_terms_re", _alternation(self.terms, whole=False))
+        object.__setattr__(self, "_names_re", _alternation(self.names, whole=True))
+
+    @classmethod
+    def from_query(cls, text: str, window: TimeWindow | None) -> QuerySignals:
+        """
+        >>> q = QuerySignals.from_query("When did Caroline go to the support group?", None)
+        >>> q.asks_when, sorted(q.names), sorted(q.terms)
+        (True, ['caroline'], ['caroli', 'group', 'suppor'])
+        """
+        return cls(
+            terms=_content_terms(text),
+            names=_names(text),
+            asks_when=_WHEN.search(text) is not None,
+            window=window,
+        )
+
+    def coverage(self, lowered: str) -> tuple[float, float]:
+        """Shares of the query's content terms (as word prefixes) and of its names (as whole
+        words) found in a lower-cased text."""
+        terms = (
+            len(set(self._terms_re.findall(lowered))) / len(self.terms) if self._terms_re is not None else 0.0
+        )
+        names = (
+            len(set(self._names_re.findall(lowered))) / len(self.names) if self._names_re is not None else 0.0
+        )
+        return terms, names
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CandidateSignals:
+    """What recall knows about one fused candidate before reranking.
+
+    ``position`` is its 0-based place in the fused (RRF) order; ``ranks`` / ``arm_scores`` are
+    its 1-based rank and raw score in each arm that found it; ``cosine`` its cosine similarity
+    with the query (None when unknown: the semantic arm's score is used if it has one).
+    """
+
+    position: int
+    rrf: float
+    ranks: Mapping[ArmName, int] = field(default_factory=dict)
+    arm_scores: Mapping[ArmName, float] = field(default_factory=dict)
+    cosine: float | None = None
+    text: str = ""
+    occurred_start: _dt.datetime | None = None
+    occurred_end: _dt.datetime | None = None
+    mentioned_at: _dt.datetime | None = None
+    date_grain: DateGrain | None = None
+
+    def proximity(self, window: TimeWindow) -> float | None:
+        """Closeness of the memory's date (as the temporal boost dates it) to ``window``;
+        None if it has no date at all."""
+        date = effective_date(self.occurred_start, self.occurred_end, self.mentioned_at, self.date_grain)
+        return None if date is None else temporal_proximity(date, window)
+
+
+def _window_years(window: TimeWindow) -> tuple[int, int]:
+    # a window that ends at midnight on Jan 1 belongs to the year before
+    end = window.end - _dt.timedelta(microseconds=1) if window.end > window.start else window.end
+    return window.start.year, end.year
+
+
+def _year_features(text: str, window: TimeWindow) -> tuple[float, float]:
+    """(a year of the window is written in the text, the window lies within the span of years
+    the text writes and the text writes at least two)."""
+    years = [int(y) for y in _YEAR.findall(text)]
+    if not years:
+        return 0.0, 0.0
+    lo, hi = _window_years(window)
+    stated = any(lo <= y <= hi for y in years)
+    spans = len(set(years)) >= 2 and min(years) <= lo and hi <= max(years)
+    return float(stated), float(spans)
+
+
+def _arm_features(c: CandidateSignals) -> list[float]:
+    out: list[float] = []
+    for arm in ARM_NAMES:
+        rank = c.ranks.get(arm)
+        out += [0.0, 0.0] if rank is None else [1.0, _RRF_K / (_RRF_K + rank)]
+    return out
+
+
+def _row(
+    query: QuerySignals,
+    c: CandidateSignals,
+    cosine: float,
+    best_cosine: float,
+    keyword: float,
+    best_keyword: float,
+    best_rrf: float,
+) -> list[float]:
+    term_cover, name_cover = query.coverage(c.text.lower())
+    window = query.window
+    proximity: float | None = None
+    stated = spans = 0.0
+    if window is not None:
+        proximity = c.proximity(window)
+        stated, spans = _year_features(c.text, window)
+    dated = c.occurred_start is not None or c.occurred_end is not None
+    when_year = query.asks_when and _YEAR.search(c.text) is not None
+    length = math.log(min(max(len(c.text.split()), _MIN_WORDS), _MAX_WORDS))
+    graph = min(max(c.arm_scores.get("graph", 0.0), 0.0), 3.0) / 3.0
+    return [
+        1.0,  # intercept
+        math.log1p(c.position),
+        c.rrf / best_rrf if best_rrf > 0 else 0.0,
+        *_arm_features(c),
+        float(len(c.ranks)),
+        cosine,
+        cosine - best_cosine,
+        keyword / best_keyword if best_keyword > 0 else 0.0,
+        graph,
+        term_cover,
+        name_cover,
+        float(window is not None and proximity is not None) * (proximity or 0.0),
+        float(window is not None and proximity is None),
+        stated,
+        spans,
+        float(query.asks_when and dated),
+        float(when_year),
+        length,
+    ]
+
+
+FEATURE_NAMES: Final[tuple[str, ...]] = (
+    "intercept",
+    "log1p_position",
+    "rrf_over_best",
+    *(f"{arm}_{part}" for arm in ARM_NAMES for part in ("found", "rr")),
+    "n_arms",
+    "cosine",
+    "cosine_minus_best",
+    "keyword_over_best",
+    "graph_score",
+    "term_cover",
+    "name_cover",
+    "window_proximity",
+    "window_undated",
+    "window_year_stated",
+    "window_within_text_years",
+    "when_and_dated",
+    "when_and_year_stated",
+    "log_words",
+)
+"""Every feature :func:`featurize` computes, in column order; a model uses a subset."""
+
+
+def featurize(query: QuerySignals, candidates: Sequence[CandidateSignals]) -> npt.NDArray[np.float64]:
+    """One row of :data:`FEATURE_NAMES` per candidate (per-query normalisation included).
+
+    >>> q = QuerySignals.from_query("Who plays violin?", None)
+    >>> featurize(q, [CandidateSignals(position=0, rrf=0.02, cosine=0.5, text="x")]).shape
+    (1, 25)
+    """
+    if not candidates:
+        return np.zeros((0, len(FEATURE_NAMES)))
+    cosines = [c.cosine if c.cosine is not None else c.arm_scores.get("semantic", 0.0) for c in candidates]
+    keywords = [max(c.arm_scores.get("keyword", 0.0), 0.0) for c in candidates]
+    best_cosine, best_keyword = max(cosines), max(keywords)
+    best_rrf = max(c.rrf for c in candidates)
+    return np.asarray(
+        [
+            _row(query, c, cos, best_cosine, kw, best_keyword, best_rrf)
+            for c, cos, kw in zip(candidates, cosines, keywords, strict=True)
+        ],
+        dtype=np.float64,
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LearnedScorer:
+    """A logistic regression over a subset of :data:`FEATURE_NAMES`.
+
+    ``features`` names the columns used, ``mean`` / ``scale`` standardise them, ``coef`` and
+    ``intercept`` are the model. :meth:`default` loads the weights shipped with the package.
+    """
+
+    features: tuple[str, ...]
+    mean: npt.NDArray[np.float64]
+    scale: npt.NDArray[np.float64]
+    coef: npt.NDArray[np.float64]
+    intercept: float
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    _columns: npt.NDArray[np.intp] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        unknown = set(self.features) - set(FEATURE_NAMES)
+        if unknown:
+            raise ValueError(f"unknown feature(s) {sorted(unknown)}")
+        n = len(self.features)
+        if not (self.mean.shape == self.scale.shape == self.coef.shape == (n,)):
+            raise ValueError("mean, scale and coef need one value per feature")
+        object.__setattr__(
+            self, "_columns", np.asarray([FEATURE_NAMES.index(f) for f in self.features], dtype=np.intp)
+        )
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> LearnedScorer:
+        """Build from the JSON layout of ``learned_reranker.json``."""
+        return cls(
+            features=tuple(data["features"]),
+            mean=np.asarray(data["mean"], dtype=np.float64),
+            scale=np.asarray(data["scale"], dtype=np.float64),
+            coef=np.asarray(data["coef"], dtype=np.float64),
+            intercept=float(data["intercept"]),
+            meta={
+                k: v for k, v in data.items() if k not in {"features", "mean", "scale", "coef", "intercept"}
+            },
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **self.meta,
+            "features": list(self.features),
+            "mean": self.mean.tolist(),
+            "scale": self.scale.tolist(),
+            "coef": self.coef.tolist(),
+            "intercept": self.intercept,
+        }
+
+    @classmethod
+    def default(cls) -> LearnedScorer:
+        """The weights shipped with the package (loaded once per process)."""
+        return _default_scorer()
+
+    def logits(self, rows: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        """Logits for rows of :func:`featurize` (all columns)."""
+        x = (rows[:, self._columns] - self.mean) / self.scale
+        out: npt.NDArray[np.float64] = x @ self.coef + self.intercept
+        return out
+
+    def score(self, query: QuerySignals, candidates: Sequence[CandidateSignals]) -> list[float]:
+        """Calibrated relevance in [0, 1] per candidate, in the input order."""
+        if not candidates:
+            return []
+        z = np.clip(self.logits(featurize(query, candidates)), -40.0, 40.0)
+        return [float(p) for p in 1.0 / (1.0 + np.exp(-z))]
+
+
+@functools.cache
+def _default_scorer() -> LearnedScorer:
+    text = resources.files("shared_core.recall").joinpath(_WEIGHTS_FILE).read_text("utf-8")
+    return LearnedScorer.from_dict(json.loads(text))

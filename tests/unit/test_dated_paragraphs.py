@@ -1,0 +1,47 @@
+"""The generated dated-paragraph set: deterministic, well-formed, and answerable by date only."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+sys.path.insert(0, str(BENCH))
+
+import dated_paragraphs as D  # noqa: E402
+
+
+def test_same_text_every_time() -> None:
+    a, b = D.build_dataset("dated"), D.build_dataset("dated")
+    assert [t.text for c in a for t in c.turns] == [t.text for c in b for t in c.turns]
+    assert [q.question for c in a for q in c.questions] == [q.question for c in b for q in c.questions]
+
+
+def test_every_question_has_one_existing_paragraph_as_evidence() -> None:
+    for conv in D.build_dataset("dated"):
+        ids = {t.dia_id for t in conv.turns}
+        assert len(ids) == len(conv.turns)
+        for q in conv.questions:
+            assert len(q.evidence) == 1 and q.evidence[0] in ids
+            assert q.category in D.CATEGORIES
+
+
+def test_year_questions_name_a_year_the_person_had_several_stints_around() -> None:
+    conv = D.build_dataset("dated")[0]
+    text = {t.dia_id: t.text for t in conv.turns}
+    year_questions = [q for q in conv.questions if q.category == 1]
+    assert len(year_questions) > 50
+    for q in year_questions:
+        year = int(re.findall(r"\b(1[89]\d\d|20\d\d)\b", q.question)[-1])
+        person = q.evidence[0].rsplit(":", 1)[0]
+        # the person has other dated paragraphs: the name alone cannot answer the question
+        siblings = [k for k in text if k.startswith(person + ":stint")]
+        assert len(siblings) >= 2
+        years = [int(y) for y in re.findall(r"\b(1[89]\d\d|20\d\d)\b", text[q.evidence[0]])]
+        assert min(years) < year < max(years) + 1
+
+
+def test_no_locomo_text() -> None:
+    words = " ".join(t.text for c in D.build_dataset("dated") for t in c.turns)
+    assert 'said, "' not in words  # LoCoMo's memory format

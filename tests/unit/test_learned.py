@@ -1,0 +1,181 @@
+"""The learned reranker: features, shipped weights, calibrated scores (pure, no database)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from importlib import resources
+
+import numpy as np
+import pytest
+
+from shared_core.recall.learned import (
+    FEATURE_NAMES,
+    CandidateSignals,
+    LearnedScorer,
+    QuerySignals,
+    featurize,
+)
+from shared_core.types import TimeWindow
+
+YEAR_2005 = TimeWindow(start=dt.datetime(2005, 1, 1), end=dt.datetime(2005, 12, 31, 23, 59), grain="year")
+
+
+def _column(rows: np.ndarray, name: str) -> list[float]:
+    return [float(v) for v in rows[:, FEATURE_NAMES.index(name)]]
+
+
+def _candidate(position: int, **kwargs: object) -> CandidateSignals:
+    defaults: dict[str, object] = {
+        "rrf": 1 / (61 + position),
+        "ranks": {"semantic": position + 1},
+        "arm_scores": {"semantic": 0.5},
+        "cosine": 0.5,
+        "text": "x",
+    }
+    defaults.update(kwargs)
+    return CandidateSignals(position=position, **defaults)  # type: ignore[arg-type]
+
+
+def test_one_row_per_candidate_one_column_per_feature() -> None:
+    q = QuerySignals.from_query("Where does Mara work?", None)
+    rows = featurize(q, [_candidate(0), _candidate(1)])
+    assert rows.shape == (2, len(FEATURE_NAMES))
+    assert featurize(q, []).shape == (0, len(FEATURE_NAMES))
+
+
+def test_cosine_is_normalised_within_the_query() -> None:
+    q = QuerySignals.from_query("Where does Mara work?", None)
+    rows = featurize(q, [_candidate(0, cosine=0.62), _candidate(1, cosine=0.42)])
+    assert _column(rows, "cosine_minus_best") == pytest.approx([0.0, -0.2])
+    # without a cosine, the semantic arm's score stands in; without either, 0
+    rows = featurize(
+        q,
+        [
+            _candidate(0, cosine=None, arm_scores={"semantic": 0.7}),
+            _candidate(1, cosine=None, ranks={"keyword": 1}, arm_scores={}),
+        ],
+    )
+    assert _column(rows, "cosine") == pytest.approx([0.7, 0.0])
+
+
+def test_arm_features_mark_which_arms_found_the_candidate() -> None:
+    q = QuerySignals.from_query("violin", None)
+    rows = featurize(
+        q, [_candidate(0, ranks={"keyword": 1, "temporal": 3}, arm_scores={"keyword": 4.0, "temporal": 0.9})]
+    )
+    assert _column(rows, "keyword_found") == [1.0]
+    assert _column(rows, "semantic_found") == [0.0]
+    assert _column(rows, "keyword_rr") == pytest.approx([60 / 61])
+    assert _column(rows, "n_arms") == [2.0]
+
+
+def test_query_coverage_features() -> None:
+    q = QuerySignals.from_query("Why did Ravi leave Novabank?", None)
+    rows = featurize(
+        q,
+        [
+            _candidate(0, text="Ravi left Novabank because of the commute."),
+            _candidate(1, text="The weather was cold."),
+        ],
+    )
+    assert _column(rows, "name_cover") == [1.0, 0.0]
+    assert _column(rows, "term_cover")[0] > _column(rows, "term_cover")[1] == 0.0
+
+
+def test_year_features_read_the_text() -> None:
+    q = QuerySignals.from_query("Which team did Oskar play for in 2005?", YEAR_2005)
+    rows = featurize(
+        q,
+        [
+            _candidate(0, text="In 2005 Oskar scored ten goals."),
+            _candidate(1, text="Oskar joined Rovers in 2003 and left in 2008."),
+            _candidate(2, text="Oskar joined Rovers in 1990 and left in 1995."),
+            _candidate(3, text="Oskar likes tea."),
+        ],
+    )
+    assert _column(rows, "window_year_stated") == [1.0, 0.0, 0.0, 0.0]
+    assert _column(rows, "window_within_text_years") == [0.0, 1.0, 0.0, 0.0]
+    # no window in the question: no date feature fires
+    plain = QuerySignals.from_query("Which team did Oskar play for?", None)
+    rows = featurize(plain, [_candidate(0, text="In 2005 Oskar scored ten goals.")])
+    assert _column(rows, "window_year_stated") == [0.0]
+
+
+def test_window_proximity_uses_the_memory_date() -> None:
+    q = QuerySignals.from_query("What happened in 2005?", YEAR_2005)
+    mid = dt.datetime(2005, 7, 2, tzinfo=dt.UTC)
+    rows = featurize(
+        q,
+        [
+            _candidate(0, occurred_start=mid),
+            _candidate(1, mentioned_at=dt.datetime(2010, 1, 1)),
+            _candidate(2),
+        ],
+    )
+    assert _column(rows, "window_proximity")[0] > 0.99
+    assert _column(rows, "window_proximity")[1:] == [0.0, 0.0]
+    assert _column(rows, "window_undated") == [0.0, 0.0, 1.0]
+
+
+def test_when_questions_see_dated_memories() -> None:
+    q = QuerySignals.from_query("When did Caroline go to the support group?", None)
+    assert q.asks_when
+    assert not QuerySignals.from_query("Where does Caroline live?", None).asks_when
+    rows = featurize(q, [_candidate(0, occurred_start=dt.datetime(2023, 5, 7)), _candidate(1)])
+    assert _column(rows, "when_and_dated") == [1.0, 0.0]
+
+
+def test_shipped_weights_describe_themselves() -> None:
+    text = resources.files("shared_core.recall").joinpath("learned_reranker.json").read_text()
+    data = json.loads(text)
+    for key in ("features", "mean", "scale", "coef", "intercept", "trained_on", "command"):
+        assert key in data
+    assert "0-4" in data["trained_on"]
+    assert set(data["features"]) <= set(FEATURE_NAMES)
+
+
+def test_default_scores_are_calibrated_probabilities_in_input_order() -> None:
+    scorer = LearnedScorer.default()
+    q = QuerySignals.from_query("Where does Mara work?", None)
+    good = _candidate(
+        0,
+        rrf=0.07,
+        ranks={"semantic": 1, "keyword": 1},
+        arm_scores={"semantic": 0.7, "keyword": 9.0},
+        cosine=0.7,
+        text="Mara works in a violin workshop.",
+    )
+    bad = _candidate(
+        250,
+        rrf=0.004,
+        ranks={"semantic": 250},
+        arm_scores={"semantic": 0.3},
+        cosine=0.3,
+        text="The weather was cold.",
+    )
+    scores = scorer.score(q, [bad, good])
+    assert all(0.0 <= s <= 1.0 for s in scores)
+    assert scores[1] > scores[0]
+    assert scores[0] < 0.5  # a weak candidate is not "more likely evidence than not"
+    assert scorer.score(q, []) == []
+
+
+def test_scoring_is_deterministic() -> None:
+    scorer = LearnedScorer.default()
+    q = QuerySignals.from_query("Which team did Oskar play for in 2005?", YEAR_2005)
+    cands = [_candidate(i, text=f"Oskar played in {1995 + i}.") for i in range(20)]
+    assert scorer.score(q, cands) == scorer.score(q, list(cands))
+
+
+def test_round_trip_and_validation() -> None:
+    scorer = LearnedScorer.default()
+    again = LearnedScorer.from_dict(scorer.to_dict())
+    q = QuerySignals.from_query("Mara?", None)
+    assert again.score(q, [_candidate(0)]) == scorer.score(q, [_candidate(0)])
+    with pytest.raises(ValueError, match="unknown feature"):
+        LearnedScorer(features=("nope",), mean=np.zeros(1), scale=np.ones(1), coef=np.zeros(1), intercept=0.0)
+    with pytest.raises(ValueError, match="one value per feature"):
+        LearnedScorer(
+            features=("cosine",), mean=np.zeros(2), scale=np.ones(1), coef=np.zeros(1), intercept=0.0
+        )
