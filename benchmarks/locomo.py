@@ -153,6 +153,9 @@ class OursSystem:
         # A fresh embedded server per run: results must not depend on what an earlier (or
         # crashed) run left in the user's default data directory.
         self._data_root = Path(tempfile.mkdtemp(prefix="hindsight-locomo-"))
+        # Run as root, the server's unprivileged user must traverse our 0700 temp dir (the
+        # server never loosens a directory it did not create).
+        self._data_root.chmod(0o711)
         self.engine = engine_cls(data_dir=self._data_root / "pgdata")
         if settings:
             self.engine.recall_settings = dataclasses.replace(self.engine.recall_settings,
