@@ -42,7 +42,7 @@ def test_every_arm_statement_carries_the_filter_and_its_parameters() -> None:
         assert '"u"."metadata" @? %(mf_1)s::jsonpath' in text, name
         assert query.params is not None
         assert query.params["mf_0"] == '$."team" ? (@ == "er")', name
-    hop = temporal_hop_statement(q.where_sql).as_string(None)
+    hop = temporal_hop_statement(q.where_sql, q.dimension).as_string(None)
     assert '"u"."metadata" @? %(mf_0)s::jsonpath' in hop
     assert "{where}" in FILL
 
