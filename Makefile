@@ -25,6 +25,7 @@ test: $(STAMP) lint typecheck pytest
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check shared_core hindsight_langchain hindsight_llamaindex tests benchmarks
+	$(VENV)/bin/ruff format --check shared_core hindsight_langchain hindsight_llamaindex tests benchmarks
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy

@@ -46,44 +46,136 @@ NOISE_COSINE = 0.8
 
 Encoder = Callable[[list[str]], npt.NDArray[np.float32]]
 
-_FIRST = ("Alice Bob Carla Dmitri Elena Farid Grace Hiro Ines Jonas Kemi Liam Maya Noor "  # noqa: SIM905
-          "Omar Priya Quinn Rosa Sven Tariq Uma Victor Wen Xavier Yara Zoe Aiden Bea Caleb "
-          "Dana Emeka Fatima Gus Hana Ivan Jade Kofi Lena Mateo Nadia Otto Paula Rafael "
-          "Sofia Theo Valentina Will Ximena Yusuf Zara").split()
-_LAST = ("Ng Smith Garcia Kowalski Tanaka Okafor Rossi Novak Silva Haddad Berg Laurent "  # noqa: SIM905
-         "Chen Patel Murphy Fischer Costa Ivanova Larsen Mendes Kim Dubois Weber Moreau "
-         "Santos").split()
+_FIRST = (  # noqa: SIM905
+    "Alice Bob Carla Dmitri Elena Farid Grace Hiro Ines Jonas Kemi Liam Maya Noor "
+    "Omar Priya Quinn Rosa Sven Tariq Uma Victor Wen Xavier Yara Zoe Aiden Bea Caleb "
+    "Dana Emeka Fatima Gus Hana Ivan Jade Kofi Lena Mateo Nadia Otto Paula Rafael "
+    "Sofia Theo Valentina Will Ximena Yusuf Zara"
+).split()
+_LAST = (  # noqa: SIM905
+    "Ng Smith Garcia Kowalski Tanaka Okafor Rossi Novak Silva Haddad Berg Laurent "
+    "Chen Patel Murphy Fischer Costa Ivanova Larsen Mendes Kim Dubois Weber Moreau "
+    "Santos"
+).split()
 _ORGS = [
-    "Google", "Acme Corp", "Globex", "Initech", "Hooli", "Umbrella Labs", "Stark Industries",
-    "Wayne Enterprises", "Pied Piper", "Cyberdyne", "Vandelay Imports", "Soylent", "Tyrell Corp",
-    "Wonka Foods", "Aperture Science", "Massive Dynamic", "Oscorp", "Dunder Mifflin",
-    "the city library", "Riverside Hospital", "Northwind", "Contoso", "Fabrikam", "Initrode"]
-_PLACES = ["Paris", "Berlin", "Tokyo", "Lisbon", "Nairobi", "Toronto", "Seattle", "Oslo",
-           "Kyoto", "Austin", "Melbourne", "Lagos", "Prague", "Vienna", "Denver", "Boston",
-           "Lima", "Hanoi", "Dublin", "Madrid", "Chicago", "Zurich", "Seoul", "Cape Town"]
+    "Google",
+    "Acme Corp",
+    "Globex",
+    "Initech",
+    "Hooli",
+    "Umbrella Labs",
+    "Stark Industries",
+    "Wayne Enterprises",
+    "Pied Piper",
+    "Cyberdyne",
+    "Vandelay Imports",
+    "Soylent",
+    "Tyrell Corp",
+    "Wonka Foods",
+    "Aperture Science",
+    "Massive Dynamic",
+    "Oscorp",
+    "Dunder Mifflin",
+    "the city library",
+    "Riverside Hospital",
+    "Northwind",
+    "Contoso",
+    "Fabrikam",
+    "Initrode",
+]
+_PLACES = [
+    "Paris",
+    "Berlin",
+    "Tokyo",
+    "Lisbon",
+    "Nairobi",
+    "Toronto",
+    "Seattle",
+    "Oslo",
+    "Kyoto",
+    "Austin",
+    "Melbourne",
+    "Lagos",
+    "Prague",
+    "Vienna",
+    "Denver",
+    "Boston",
+    "Lima",
+    "Hanoi",
+    "Dublin",
+    "Madrid",
+    "Chicago",
+    "Zurich",
+    "Seoul",
+    "Cape Town",
+]
 _ACTIVITIES = [
-    "went hiking", "started a pottery class", "adopted a rescue dog", "ran a half marathon",
-    "moved into a new apartment", "got promoted to team lead", "visited an art museum",
-    "painted a landscape", "joined a book club", "learned to play the violin",
-    "volunteered at a shelter", "took a cooking course", "went to a support group",
-    "planted a vegetable garden", "started a new job", "went camping by the lake",
-    "attended a jazz concert", "baked sourdough bread", "signed up for swimming lessons",
-    "fixed an old bicycle", "wrote a short story", "went to a friend's wedding",
-    "had a job interview", "took the kids to the beach", "finished a big project",
+    "went hiking",
+    "started a pottery class",
+    "adopted a rescue dog",
+    "ran a half marathon",
+    "moved into a new apartment",
+    "got promoted to team lead",
+    "visited an art museum",
+    "painted a landscape",
+    "joined a book club",
+    "learned to play the violin",
+    "volunteered at a shelter",
+    "took a cooking course",
+    "went to a support group",
+    "planted a vegetable garden",
+    "started a new job",
+    "went camping by the lake",
+    "attended a jazz concert",
+    "baked sourdough bread",
+    "signed up for swimming lessons",
+    "fixed an old bicycle",
+    "wrote a short story",
+    "went to a friend's wedding",
+    "had a job interview",
+    "took the kids to the beach",
+    "finished a big project",
 ]
 _CLAUSES = [
-    "and said it was {feeling}", "because {p} had wanted to for a long time",
-    "together with {p}", "after a long week at {o}", "while staying in {l}",
-    "and is planning to do it again next month", "which {p} recommended",
-    "even though the weather was bad", "to take a break from work at {o}",
-    "and shared photos of it with {p}", "and met some people from {o} there",
-    "so that {p} could come along", "and it reminded {p} of a trip to {l}",
+    "and said it was {feeling}",
+    "because {p} had wanted to for a long time",
+    "together with {p}",
+    "after a long week at {o}",
+    "while staying in {l}",
+    "and is planning to do it again next month",
+    "which {p} recommended",
+    "even though the weather was bad",
+    "to take a break from work at {o}",
+    "and shared photos of it with {p}",
+    "and met some people from {o} there",
+    "so that {p} could come along",
+    "and it reminded {p} of a trip to {l}",
 ]
-_FEELINGS = ["amazing", "exhausting", "really relaxing", "a bit scary", "so much fun",
-             "harder than expected", "a great experience", "surprisingly calm"]
+_FEELINGS = [
+    "amazing",
+    "exhausting",
+    "really relaxing",
+    "a bit scary",
+    "so much fun",
+    "harder than expected",
+    "a great experience",
+    "surprisingly calm",
+]
 _TAGS = ["work", "family", "travel", "health", "hobby", "friends", "pets", "money", "study"]
-_MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August",
-           "September", "October", "November", "December"]
+_MONTHS = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+]
 _FACT_TYPES = ("world", "experience", "observation")
 _FACT_CUTS = (0.70, 0.95)  # 70% world, 25% experience, 5% observation
 _MENTIONS = (1, 1, 1, 1, 2, 2, 2, 3)
@@ -127,15 +219,21 @@ class Corpus:
         from shared_core.types import MemoryItem
 
         stop = len(self.memories) if stop is None else stop
-        return [MemoryItem(text=m.text, entities=list(m.entities), occurred_start=m.occurred_start,
-                           mentioned_at=m.mentioned_at, tags=m.tags,
-                           fact_type=m.fact_type,  # type: ignore[arg-type]
-                           embedding=self.vectors[i].tolist())
-                for i, m in enumerate(self.memories[start:stop], start=start)]
+        return [
+            MemoryItem(
+                text=m.text,
+                entities=list(m.entities),
+                occurred_start=m.occurred_start,
+                mentioned_at=m.mentioned_at,
+                tags=m.tags,
+                fact_type=m.fact_type,  # type: ignore[arg-type]
+                embedding=self.vectors[i].tolist(),
+            )
+            for i, m in enumerate(self.memories[start:stop], start=start)
+        ]
 
 
-def zipf_sampler(rng: np.random.Generator, size: int, s: float = 1.1
-                 ) -> Callable[[], int]:
+def zipf_sampler(rng: np.random.Generator, size: int, s: float = 1.1) -> Callable[[], int]:
     """Draw ranks 0..size-1 with P(rank r) proportional to 1 / (r + 1) ** s."""
     weights = 1.0 / np.arange(1, size + 1) ** s
     cdf = np.cumsum(weights / weights.sum()).tolist()
@@ -146,6 +244,7 @@ def zipf_sampler(rng: np.random.Generator, size: int, s: float = 1.1
             picks = np.searchsorted(cdf, rng.random(4096)).clip(0, size - 1)
             buffer.extend(reversed(picks.tolist()))
         return buffer.pop()
+
     return draw
 
 
@@ -166,8 +265,10 @@ def _memory(rng: np.random.Generator, draw: Callable[[], int], pool: Sequence[st
             names.append(person)
         clause = _CLAUSES[int(rng.integers(0, len(_CLAUSES)))].format(
             feeling=_FEELINGS[int(rng.integers(0, len(_FEELINGS)))],
-            p=person or "a friend", o=_ORGS[int(rng.integers(0, len(_ORGS)))],
-            l=_PLACES[int(rng.integers(0, len(_PLACES)))])
+            p=person or "a friend",
+            o=_ORGS[int(rng.integers(0, len(_ORGS)))],
+            l=_PLACES[int(rng.integers(0, len(_PLACES)))],
+        )
         words += clause.split()
     mentioned_names = [n for n in dict.fromkeys(names) if n in " ".join(words)]
     text = " ".join(words) + "."
@@ -176,8 +277,14 @@ def _memory(rng: np.random.Generator, draw: Callable[[], int], pool: Sequence[st
     tags = tuple(sorted({_TAGS[int(i)] for i in rng.integers(0, len(_TAGS), size=n_tags)}))
     roll = rng.random()
     fact_type = _FACT_TYPES[0 if roll < _FACT_CUTS[0] else 1 if roll < _FACT_CUTS[1] else 2]
-    return Memory(text=text, entities=tuple(mentioned_names), occurred_start=occurred,
-                  mentioned_at=mentioned, tags=tags, fact_type=fact_type)
+    return Memory(
+        text=text,
+        entities=tuple(mentioned_names),
+        occurred_start=occurred,
+        mentioned_at=mentioned,
+        tags=tags,
+        fact_type=fact_type,
+    )
 
 
 def generate_memories(n: int, seed: int = 7) -> list[Memory]:
@@ -198,8 +305,9 @@ def minilm_encoder(batch_size: int = 64) -> Encoder:
     return embedder.embed_documents  # type: ignore[return-value]
 
 
-def _cached_vectors(name: str, texts: list[str], encoder: Encoder | None,
-                    use_cache: bool) -> npt.NDArray[np.float32]:
+def _cached_vectors(
+    name: str, texts: list[str], encoder: Encoder | None, use_cache: bool
+) -> npt.NDArray[np.float32]:
     digest = hashlib.sha256("\n".join(texts).encode()).hexdigest()[:16]
     path = cache_dir() / f"bench-{name}-{len(texts)}-{digest}.npy"
     if use_cache and path.exists():
@@ -216,13 +324,14 @@ def _cached_vectors(name: str, texts: list[str], encoder: Encoder | None,
     return vectors
 
 
-def synthetic_vectors(centres: npt.NDArray[np.float32], n: int, seed: int = 11,
-                      cosine: float = NOISE_COSINE) -> npt.NDArray[np.float32]:
+def synthetic_vectors(
+    centres: npt.NDArray[np.float32], n: int, seed: int = 11, cosine: float = NOISE_COSINE
+) -> npt.NDArray[np.float32]:
     """``n`` unit vectors drawn around ``centres`` (chosen uniformly) at about ``cosine``."""
     rng = np.random.default_rng(seed)
     dim = centres.shape[1]
     # |noise|^2 = dim * sigma^2; cos ~ 1 / sqrt(1 + |noise|^2) for a unit centre.
-    sigma = math.sqrt((1.0 / cosine ** 2 - 1.0) / dim)
+    sigma = math.sqrt((1.0 / cosine**2 - 1.0) / dim)
     out = np.empty((n, dim), dtype=np.float32)
     for start in range(0, n, 50_000):
         stop = min(n, start + 50_000)
@@ -232,30 +341,49 @@ def synthetic_vectors(centres: npt.NDArray[np.float32], n: int, seed: int = 11,
     return out
 
 
-def make_corpus(n: int, *, seed: int = 7, encoder: Encoder | None = None,
-                real_limit: int = REAL_LIMIT, use_cache: bool = True) -> Corpus:
+def make_corpus(
+    n: int,
+    *,
+    seed: int = 7,
+    encoder: Encoder | None = None,
+    real_limit: int = REAL_LIMIT,
+    use_cache: bool = True,
+) -> Corpus:
     """``n`` memories with vectors (real model for the first ``real_limit``)."""
     started = time.perf_counter()
     memories = generate_memories(n, seed)
     real = min(n, real_limit)
-    head = _cached_vectors(f"corpus-s{seed}-v{CORPUS_VERSION}",
-                           [m.text for m in memories[:real]], encoder, use_cache)
+    head = _cached_vectors(
+        f"corpus-s{seed}-v{CORPUS_VERSION}", [m.text for m in memories[:real]], encoder, use_cache
+    )
     vectors = head
     if n > real:
         vectors = np.concatenate([head, synthetic_vectors(head, n - real, seed=seed + 1)])
-    return Corpus(memories=memories, vectors=vectors, real=real,
-                  meta={"seed": seed, "version": CORPUS_VERSION,
-                        "build_s": round(time.perf_counter() - started, 2)})
+    return Corpus(
+        memories=memories,
+        vectors=vectors,
+        real=real,
+        meta={"seed": seed, "version": CORPUS_VERSION, "build_s": round(time.perf_counter() - started, 2)},
+    )
 
 
 # --- queries ------------------------------------------------------------------------------------
 _QUERY_TEMPLATES = [
-    "What did {e} do recently?", "Where does {e} work?", "Who went {a} with {e}?",
-    "When did {e} go {a}?", "What happened at {o}?", "Has anyone been to {l}?",
-    "How did {e} feel about the trip to {l}?", "What hobbies does {e} have?",
-    "Who went {a} last year?", "What did {e} do in {m} {y}?", "What happened last {m}?",
-    "What did {e} do last summer?", "Tell me about {e} and {e2}.",
-    "Why did {e} leave {o}?", "Which friends of {e} like {h}?",
+    "What did {e} do recently?",
+    "Where does {e} work?",
+    "Who went {a} with {e}?",
+    "When did {e} go {a}?",
+    "What happened at {o}?",
+    "Has anyone been to {l}?",
+    "How did {e} feel about the trip to {l}?",
+    "What hobbies does {e} have?",
+    "Who went {a} last year?",
+    "What did {e} do in {m} {y}?",
+    "What happened last {m}?",
+    "What did {e} do last summer?",
+    "Tell me about {e} and {e2}.",
+    "Why did {e} leave {o}?",
+    "Which friends of {e} like {h}?",
 ]
 _QUERY_ACTS = ["hiking", "camping", "to a concert", "swimming", "to the museum"]
 _HOBBIES = ["painting", "pottery", "running", "reading", "cooking", "music"]
@@ -268,8 +396,9 @@ class Queries:
     query_time: dt.datetime
 
 
-def make_queries(count: int = 50, *, seed: int = 3, encoder: Encoder | None = None,
-                 use_cache: bool = True) -> Queries:
+def make_queries(
+    count: int = 50, *, seed: int = 3, encoder: Encoder | None = None, use_cache: bool = True
+) -> Queries:
     """~``count`` questions (a fifth of them dated, so the temporal arm runs) and vectors."""
     rng = np.random.default_rng(seed)
     pool = entity_pool()
@@ -278,9 +407,17 @@ def make_queries(count: int = 50, *, seed: int = 3, encoder: Encoder | None = No
     texts = []
     for i in range(count):
         template = _QUERY_TEMPLATES[i % len(_QUERY_TEMPLATES)]
-        texts.append(template.format(
-            e=pool[draw()], e2=pool[draw()], a=str(rng.choice(_QUERY_ACTS)),
-            o=rng.choice(_ORGS), l=rng.choice(_PLACES), m=rng.choice(_MONTHS),
-            y=int(rng.choice((2023, 2024))), h=rng.choice(_HOBBIES)))
+        texts.append(
+            template.format(
+                e=pool[draw()],
+                e2=pool[draw()],
+                a=str(rng.choice(_QUERY_ACTS)),
+                o=rng.choice(_ORGS),
+                l=rng.choice(_PLACES),
+                m=rng.choice(_MONTHS),
+                y=int(rng.choice((2023, 2024))),
+                h=rng.choice(_HOBBIES),
+            )
+        )
     vectors = _cached_vectors(f"queries-s{seed}", texts, encoder, use_cache)
     return Queries(texts=texts, vectors=vectors, query_time=START + dt.timedelta(days=SPAN_DAYS))

@@ -21,9 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-DEFAULT_DATA_PATH = Path(
-    os.environ.get("LOCOMO_PATH", "/work/shared/data/locomo/locomo10.json")
-)
+DEFAULT_DATA_PATH = Path(os.environ.get("LOCOMO_PATH", "/work/shared/data/locomo/locomo10.json"))
 
 KS: tuple[int, ...] = (1, 5, 10, 25, 50)
 
@@ -55,9 +53,17 @@ _MONTHS = {
     m: i
     for i, names in enumerate(
         (
-            ("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"),
-            ("may",), ("june", "jun"), ("july", "jul"), ("august", "aug"),
-            ("september", "sep", "sept"), ("october", "oct"), ("november", "nov"),
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
             ("december", "dec"),
         ),
         start=1,
@@ -246,9 +252,7 @@ def parse_selection(spec: str, n_total: int) -> list[int]:
 
 
 # --- metrics ----------------------------------------------------------------------------------
-def recall_at_k(
-    retrieved: Sequence[str], gold: Iterable[str], ks: Sequence[int] = KS
-) -> dict[int, float]:
+def recall_at_k(retrieved: Sequence[str], gold: Iterable[str], ks: Sequence[int] = KS) -> dict[int, float]:
     """Fractional recall: share of the gold ids found in the first k retrieved (deduplicated).
 
     >>> recall_at_k(["a", "x", "b"], ["a", "b", "c", "d"], ks=(1, 3))
@@ -290,9 +294,7 @@ def aggregate(
     for name, rs in groups.items():
         if not rs:
             continue
-        out[name] = {
-            f"R@{k}": round(100.0 * sum(r.recall[k] for r in rs) / len(rs), digits) for k in ks
-        }
+        out[name] = {f"R@{k}": round(100.0 * sum(r.recall[k] for r in rs) / len(rs), digits) for k in ks}
     return out
 
 
@@ -317,9 +319,7 @@ def markdown_table(
 ) -> str:
     """One row per system, one column per group, cells = R@k (percent)."""
     key = f"R@{k}"
-    head = [
-        f"{g} (n={counts[g]})" if counts and g in counts else g for g in groups
-    ]
+    head = [f"{g} (n={counts[g]})" if counts and g in counts else g for g in groups]
     lines = [
         f"| system ({key}) | " + " | ".join(head) + " |",
         "|---|" + "---:|" * len(groups),

@@ -24,8 +24,13 @@ def conversation_zero() -> Conversation | None:
 def retain_conversation(engine: Any, conv: Conversation, bank: str) -> list[str]:
     """One memory per turn, said at the session's time, its dia_id in metadata."""
     ids: list[str] = engine.retain(
-        [MemoryItem(text=t.text, mentioned_at=t.mentioned_at, metadata={"dia_id": t.dia_id})
-         for t in conv.turns], bank=bank, progress=False)
+        [
+            MemoryItem(text=t.text, mentioned_at=t.mentioned_at, metadata={"dia_id": t.dia_id})
+            for t in conv.turns
+        ],
+        bank=bank,
+        progress=False,
+    )
     return ids
 
 
@@ -35,8 +40,6 @@ def r10_by_category(engine: Any, bank: str, conv: Conversation) -> dict[int, lis
     for q in conv.questions:
         if q.category == 5:
             continue
-        result = engine.recall(q.question, bank=bank, query_timestamp=conv.query_time,
-                               max_tokens=16384)
-        out.setdefault(q.category, []).append(
-            recall_at_k(dia_ids(result.memories, SEARCH_K), q.evidence)[10])
+        result = engine.recall(q.question, bank=bank, query_timestamp=conv.query_time, max_tokens=16384)
+        out.setdefault(q.category, []).append(recall_at_k(dia_ids(result.memories, SEARCH_K), q.evidence)[10])
     return out

@@ -69,7 +69,10 @@ def minilm_encoder(batch_size: int = 64) -> Encoder:
 
     def encode(texts: list[str]) -> npt.NDArray[np.float32]:
         vecs = model.encode(
-            texts, batch_size=batch_size, normalize_embeddings=True, show_progress_bar=False,
+            texts,
+            batch_size=batch_size,
+            normalize_embeddings=True,
+            show_progress_bar=False,
             convert_to_numpy=True,
         )
         return np.asarray(vecs, dtype=np.float32)
@@ -216,8 +219,7 @@ def _lc_documents(turns: Sequence[Turn]) -> list[Any]:
     return [
         Document(
             page_content=t.text,
-            metadata={"dia_id": t.dia_id, "session": t.session,
-                      "mentioned_at": t.mentioned_at.isoformat()},
+            metadata={"dia_id": t.dia_id, "session": t.session, "mentioned_at": t.mentioned_at.isoformat()},
         )
         for t in turns
     ]
@@ -231,8 +233,7 @@ def _llama_nodes(turns: Sequence[Turn]) -> list[Any]:
         TextNode(
             text=t.text,
             id_=f"{t.dia_id}",
-            metadata={"dia_id": t.dia_id, "session": t.session,
-                      "mentioned_at": t.mentioned_at.isoformat()},
+            metadata={"dia_id": t.dia_id, "session": t.session, "mentioned_at": t.mentioned_at.isoformat()},
             # metadata must not leak into the embedded / BM25-indexed text
             excluded_embed_metadata_keys=keys,
             excluded_llm_metadata_keys=keys,
@@ -364,9 +365,7 @@ class LangChainEnsemble:
             bm25 = BM25Retriever.from_documents(docs, k=SEARCH_K)
         else:
             bm25 = _llama_as_langchain(_llama_bm25(_llama_nodes(turns), SEARCH_K))
-        self.retriever = EnsembleRetriever(
-            retrievers=[bm25, dense], weights=[0.5, 0.5], id_key="dia_id"
-        )
+        self.retriever = EnsembleRetriever(retrievers=[bm25, dense], weights=[0.5, 0.5], id_key="dia_id")
 
     def search(self, question: str, k: int = SEARCH_K) -> list[str]:
         return dia_ids(self.retriever.invoke(question), k)
@@ -500,9 +499,7 @@ class _PgServer:
         import pgserver
         from langchain_postgres import PGEngine
 
-        data = Path(
-            os.environ.get("LOCOMO_PGDATA", Path(tempfile.gettempdir()) / "hindsight-locomo-pg")
-        )
+        data = Path(os.environ.get("LOCOMO_PGDATA", Path(tempfile.gettempdir()) / "hindsight-locomo-pg"))
         self.server = pgserver.get_server(data, cleanup_mode="stop")
         uri = self.server.get_uri()
         self.sqlalchemy_uri = uri.replace("postgresql://", "postgresql+psycopg://", 1)
@@ -568,15 +565,11 @@ class PGVectorHybrid:
             hybrid_search_config=self._config(),
         )
         docs = _lc_documents(turns)
-        self.store.add_texts(
-            [d.page_content for d in docs], metadatas=[d.metadata for d in docs]
-        )
+        self.store.add_texts([d.page_content for d in docs], metadatas=[d.metadata for d in docs])
         self.store.apply_hybrid_search_index()
 
     def search(self, question: str, k: int = SEARCH_K) -> list[str]:
-        docs = self.store.similarity_search(
-            question, k=SEARCH_K, hybrid_search_config=self._config()
-        )
+        docs = self.store.similarity_search(question, k=SEARCH_K, hybrid_search_config=self._config())
         return dia_ids(docs, k)
 
     def close(self) -> None:

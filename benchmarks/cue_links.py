@@ -40,10 +40,13 @@ def main() -> int:
                 row = conn.execute(LINKS, (bank,)).fetchone()
             per_category = r10_by_category(engine, bank, conv)
             scores = [s for v in per_category.values() for s in v]
-            print(f"cue links {name}: {row[0] if row else 0} caused_by links for "
-                  f"{len(conv.turns)} turns; R@10 overall {100 * statistics.mean(scores):.1f}, "
-                  + ", ".join(f"cat {c} {100 * statistics.mean(v):.1f}"
-                              for c, v in sorted(per_category.items())))
+            print(
+                f"cue links {name}: {row[0] if row else 0} caused_by links for "
+                f"{len(conv.turns)} turns; R@10 overall {100 * statistics.mean(scores):.1f}, "
+                + ", ".join(
+                    f"cat {c} {100 * statistics.mean(v):.1f}" for c, v in sorted(per_category.items())
+                )
+            )
     return 0
 
 

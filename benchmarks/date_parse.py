@@ -95,8 +95,7 @@ def percentile(values: list[float], q: float) -> float:
 def main(argv: list[str] | None = None) -> int:
     parser_args = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser_args.add_argument("--rounds", type=int, default=5)
-    parser_args.add_argument("--out", type=Path, default=None,
-                             help="also write the markdown report here")
+    parser_args.add_argument("--out", type=Path, default=None, help="also write the markdown report here")
     args = parser_args.parse_args(argv)
 
     parser = DucklingDateParser()
@@ -125,9 +124,11 @@ def main(argv: list[str] | None = None) -> int:
     ]
     for label, values in (*timings.items(), ("all", everything)):
         if values:
-            lines.append(f"| {label} | {len(values)} | {statistics.median(values):.3f} | "
-                         f"{percentile(values, 0.95):.3f} | {max(values):.3f} | "
-                         f"{statistics.fmean(values):.3f} |")
+            lines.append(
+                f"| {label} | {len(values)} | {statistics.median(values):.3f} | "
+                f"{percentile(values, 0.95):.3f} | {max(values):.3f} | "
+                f"{statistics.fmean(values):.3f} |"
+            )
     report = "\n".join(lines)
     print(report)
 

@@ -65,13 +65,15 @@ def load_turns(path: Path) -> list[Turn]:
     for s_index, sample in enumerate(samples):
         conv = sample["conversation"]
         a, b = conv["speaker_a"], conv["speaker_b"]
-        keys = sorted((k for k in conv if re.fullmatch(r"session_\d+", k)),
-                      key=lambda k: int(k.split("_")[1]))
+        keys = sorted(
+            (k for k in conv if re.fullmatch(r"session_\d+", k)), key=lambda k: int(k.split("_")[1])
+        )
         for key in keys:
             for turn in conv[key]:
                 speaker = turn["speaker"]
-                turns.append(Turn(sample=s_index, speaker=speaker, other=b if speaker == a else a,
-                                  text=turn["text"]))
+                turns.append(
+                    Turn(sample=s_index, speaker=speaker, other=b if speaker == a else a, text=turn["text"])
+                )
     return turns
 
 
@@ -86,9 +88,10 @@ def found(mentions: Sequence[EntityMention], name: str) -> bool:
 
 def raw_ner(texts: Sequence[str], batch_size: int) -> list[list[EntityMention]]:
     nlp = load_spacy_pipeline(DEFAULT_SPACY_MODEL)
-    return [[EntityMention(name=e.text, label=e.label_) for e in doc.ents
-             if e.label_ in DEFAULT_ENTITY_LABELS]
-            for doc in nlp.pipe(texts, batch_size=batch_size)]
+    return [
+        [EntityMention(name=e.text, label=e.label_) for e in doc.ents if e.label_ in DEFAULT_ENTITY_LABELS]
+        for doc in nlp.pipe(texts, batch_size=batch_size)
+    ]
 
 
 def timed(fn: object, *args: object) -> tuple[object, float]:
@@ -109,8 +112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     turns = load_turns(args.data)
     texts = [t.text for t in turns]
     targets = [i for i, t in enumerate(turns) if mentions_name(t.text, t.other)]
-    lower_only = [i for i in targets
-                  if not re.search(rf"\b{re.escape(turns[i].other)}\b", turns[i].text)]
+    lower_only = [i for i in targets if not re.search(rf"\b{re.escape(turns[i].other)}\b", turns[i].text)]
 
     default = SpacyEntityExtractor()
     ner_only = SpacyEntityExtractor(propn_fallback=False)
@@ -121,9 +123,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     load_before = os.getloadavg()[0]
     results: dict[str, list[list[EntityMention]]] = {}
     seconds: dict[str, float] = {}
-    for label, fn in (("raw NER", lambda: raw_ner(texts, 128)),
-                      ("NER", lambda: ner_only.extract(texts)),
-                      ("NER + PROPN", lambda: default.extract(texts))):
+    for label, fn in (
+        ("raw NER", lambda: raw_ner(texts, 128)),
+        ("NER", lambda: ner_only.extract(texts)),
+        ("NER + PROPN", lambda: default.extract(texts)),
+    ):
         out, secs = timed(fn)
         results[label] = out  # type: ignore[assignment]
         seconds[label] = secs
@@ -140,8 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         fallback_only.update(m.name for m in mentions if m.label == FALLBACK_LABEL)
     speaker_names = {t.speaker.casefold() for t in turns}
     fb_total = sum(fallback_only.values())
-    fb_speakers = sum(c for n, c in fallback_only.items()
-                      if entity_match_key(n) in speaker_names)
+    fb_speakers = sum(c for n, c in fallback_only.items() if entity_match_key(n) in speaker_names)
 
     # Why the default extractor misses the rest: the tag the pipeline gave the name token.
     nlp = load_spacy_pipeline(DEFAULT_SPACY_MODEL)
@@ -149,8 +152,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     miss_tags: Counter[str] = Counter()
     for i in missed:
         doc = nlp(turns[i].text)
-        tags = [f"{t.tag_}{' sentence-initial' if t.is_sent_start else ''}"
-                for t in doc if t.text.casefold() == turns[i].other.casefold()]
+        tags = [
+            f"{t.tag_}{' sentence-initial' if t.is_sent_start else ''}"
+            for t in doc
+            if t.text.casefold() == turns[i].other.casefold()
+        ]
         miss_tags.update(tags[:1] or ["(not a token)"])
 
     # Throughput of the bare pipeline (what the extractor runs) at a few batch sizes.
@@ -184,7 +190,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "",
         f"{n:,} turns mention the other speaker's full first name as a whole word "
         f"(any case); {len(lower_only)} of them only in lower case. A turn counts as found when "
-        "a mention's match key contains the name as a word. Nicknames (\"Mel\" for Melanie) are "
+        'a mention\'s match key contains the name as a word. Nicknames ("Mel" for Melanie) are '
         "not counted as targets.",
         "",
         "| configuration | found | recall | recall, capitalised mentions | mentions returned |",
@@ -192,8 +198,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ]
     n_cap = n - len(lower_only)
     for label, hits, hits_cap, total in rows:
-        lines.append(f"| {label} | {hits:,} / {n:,} | {hits / n:.1%} | "
-                     f"{hits_cap / n_cap:.1%} | {total:,} |")
+        lines.append(f"| {label} | {hits:,} / {n:,} | {hits / n:.1%} | {hits_cap / n_cap:.1%} | {total:,} |")
     lines += [
         "",
         "`raw NER` is `doc.ents` with the kept labels, untouched; `NER` is the extractor with "
@@ -218,8 +223,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         lines.append(f"| `{label}` end to end (batch 128) | {len(texts) / seconds[label]:,.0f} |")
     for bs, rate in pipe_rates.items():
         lines.append(f"| `nlp.pipe`, extractor pipeline, batch {bs} | {rate:,.0f} |")
-    lines.append(f"| `nlp.pipe`, all default components, batch 128 | "
-                 f"{len(texts) / full_secs:,.0f} |")
+    lines.append(f"| `nlp.pipe`, all default components, batch 128 | {len(texts) / full_secs:,.0f} |")
     lines += [
         "",
         "The extractor pipeline runs tok2vec, tagger, senter and ner (parser, attribute ruler "

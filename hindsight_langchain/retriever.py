@@ -110,8 +110,9 @@ class HindsightRetriever(BaseRetriever):
     _handle: EngineHandle = PrivateAttr()
     _spec: SearchSpec = PrivateAttr()
 
-    def __init__(self, engine: MemoryEngine | AsyncMemoryEngine | None = None, *,
-                 dsn: str | None = None, **data: Any) -> None:
+    def __init__(
+        self, engine: MemoryEngine | AsyncMemoryEngine | None = None, *, dsn: str | None = None, **data: Any
+    ) -> None:
         super().__init__(**data)
         if self.k is not None:
             check_k(self.k)
@@ -135,9 +136,11 @@ class HindsightRetriever(BaseRetriever):
         self.close()
 
     def __repr__(self) -> str:
-        return (f"{type(self).__name__}(bank={self.bank!r}, k={self._k(None)}, "
-                f"search_type={self.search_type!r}, budget={self.budget!r}, "
-                f"max_tokens={self.max_tokens}, engine={self.engine!r})")
+        return (
+            f"{type(self).__name__}(bank={self.bank!r}, k={self._k(None)}, "
+            f"search_type={self.search_type!r}, budget={self.budget!r}, "
+            f"max_tokens={self.max_tokens}, engine={self.engine!r})"
+        )
 
     __str__ = __repr__
 
@@ -156,19 +159,21 @@ class HindsightRetriever(BaseRetriever):
         """This call's search (the retriever's, then the call's search options) and recall
         options (the retriever's fields, then the call's overrides)."""
         if "tags" in kwargs:
-            raise ConfigurationError("tags are LangChain's callback tags; filter on memory tags "
-                                     "with memory_tags=")
+            raise ConfigurationError(
+                "tags are LangChain's callback tags; filter on memory tags with memory_tags="
+            )
         unknown = set(kwargs) - _PER_CALL - set(SEARCH_KWARGS) - {"memory_tags"} - _IGNORED_KEYS
         if unknown:
-            raise TypeError(f"unknown retriever option(s) {sorted(unknown)}; allowed: "
-                            f"{sorted((*_PER_CALL, *SEARCH_KWARGS, 'memory_tags'))}")
+            raise TypeError(
+                f"unknown retriever option(s) {sorted(unknown)}; allowed: "
+                f"{sorted((*_PER_CALL, *SEARCH_KWARGS, 'memory_tags'))}"
+            )
         searched = {key: kwargs[key] for key in SEARCH_KWARGS if key in kwargs}
         k_given = "k" in searched
         if k_given and searched["k"] is None:
             searched.pop("k")
         spec = search_spec(self.search_type, searched, base=self._spec)
-        k = spec.k if (k_given and kwargs["k"] is not None) else (
-            None if k_given else self._k(spec))
+        k = spec.k if (k_given and kwargs["k"] is not None) else (None if k_given else self._k(spec))
         options = self._recall_fields()
         options.update({key: kwargs[key] for key in _PER_CALL if key in kwargs})
         if "memory_tags" in kwargs:
@@ -179,15 +184,26 @@ class HindsightRetriever(BaseRetriever):
         RecallOptions(**options)  # a bad option fails here, named, before any I/O
         return spec, k, options
 
-    def _select(self, spec: SearchSpec, k: int | None, result: RecallResult,
-                vectors: Mapping[str, Any] | None, query_vector: Any) -> list[Document]:
+    def _select(
+        self,
+        spec: SearchSpec,
+        k: int | None,
+        result: RecallResult,
+        vectors: Mapping[str, Any] | None,
+        query_vector: Any,
+    ) -> list[Document]:
         memories: list[RecalledMemory] = list(result.memories)
         if spec.search_type == "mmr" and vectors is not None and k is not None:
             kept = [m for m in memories if m.id in vectors]
             import numpy as np
 
-            order = mmr_select(query_vector, np.stack([vectors[m.id] for m in kept]), k=k,
-                               lambda_mult=spec.lambda_mult) if kept else []
+            order = (
+                mmr_select(
+                    query_vector, np.stack([vectors[m.id] for m in kept]), k=k, lambda_mult=spec.lambda_mult
+                )
+                if kept
+                else []
+            )
             memories = [kept[i] for i in order]
         elif k is not None:
             memories = memories[:k]
@@ -195,8 +211,9 @@ class HindsightRetriever(BaseRetriever):
             memories = [m for m in memories if relevance(m) >= spec.score_threshold]
         return [memory_to_document(m, result.chunks) for m in memories]
 
-    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
-                                **kwargs: Any) -> list[Document]:
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
+    ) -> list[Document]:
         spec, k, options = self._plan(kwargs)
         if k == 0:
             return []
@@ -207,23 +224,28 @@ class HindsightRetriever(BaseRetriever):
             query_vector = self.engine.embedder.embed_query(query)
         return self._select(spec, k, result, vectors, query_vector)
 
-    async def _aget_relevant_documents(self, query: str, *,
-                                       run_manager: AsyncCallbackManagerForRetrieverRun,
-                                       **kwargs: Any) -> list[Document]:
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
+    ) -> list[Document]:
         spec, k, options = self._plan(kwargs)
         if k == 0:
             return []
         result = await self.engine.arecall(query, **options)
         vectors = query_vector = None
         if spec.search_type == "mmr" and result.memories:
-            vectors = await self.engine.avectors([m.id for m in result.memories],
-                                                 bank=options["bank"])
+            vectors = await self.engine.avectors([m.id for m in result.memories], bank=options["bank"])
             query_vector = self.engine.embedder.embed_query(query)
         return self._select(spec, k, result, vectors, query_vector)
 
     # ------------------------------------------------------------------ documents
-    def add_documents(self, documents: Sequence[Document], *, ids: Sequence[str] | None = None,
-                      bank: str | None = None, progress: bool | None = None) -> list[str]:
+    def add_documents(
+        self,
+        documents: Sequence[Document],
+        *,
+        ids: Sequence[str] | None = None,
+        bank: str | None = None,
+        progress: bool | None = None,
+    ) -> list[str]:
         """Retain documents into the bank; return their ids: ``ids`` if given, else each
         ``Document.id``, else a new UUID (as vector stores do). Adding an id again replaces
         that document. A document longer than the engine's ``unit_max_tokens`` is stored as
@@ -234,13 +256,17 @@ class HindsightRetriever(BaseRetriever):
         self.engine.retain(items, bank=bank or self.bank, progress=self._progress(progress))
         return keys
 
-    async def aadd_documents(self, documents: Sequence[Document], *,
-                             ids: Sequence[str] | None = None, bank: str | None = None,
-                             progress: bool | None = None) -> list[str]:
+    async def aadd_documents(
+        self,
+        documents: Sequence[Document],
+        *,
+        ids: Sequence[str] | None = None,
+        bank: str | None = None,
+        progress: bool | None = None,
+    ) -> list[str]:
         """Async twin of :meth:`add_documents`."""
         items, keys = documents_to_items(documents, ids)
-        await self.engine.aretain(items, bank=bank or self.bank,
-                                  progress=self._progress(progress))
+        await self.engine.aretain(items, bank=bank or self.bank, progress=self._progress(progress))
         return keys
 
     def _progress(self, progress: bool | None) -> bool | None:
@@ -280,4 +306,3 @@ def _ids(ids: Sequence[str] | None) -> Sequence[str]:
 
 def _stored(doc: StoredDocument) -> Document:
     return Document(id=doc.id, page_content=doc.text, metadata=dict(doc.metadata))
-

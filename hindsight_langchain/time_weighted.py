@@ -67,8 +67,13 @@ _STREAM_KEYS = ("last_accessed_at", "created_at", "buffer_idx")
 _INTERNAL = "__tw"
 # Where stores keep their embedding function, in order (FAISS(embeddings.embed_query, ...)
 # keeps a bare function in ``embedding_function``).
-_EMBEDDING_ATTRS = ("embeddings", "embedding_function", "embedding", "_embedding_function",
-                    "embedding_service")
+_EMBEDDING_ATTRS = (
+    "embeddings",
+    "embedding_function",
+    "embedding",
+    "_embedding_function",
+    "embedding_service",
+)
 
 
 def _get_hours_passed(time: datetime.datetime, ref_time: datetime.datetime) -> float:
@@ -168,8 +173,9 @@ class TimeWeightedHindsightRetriever(BaseRetriever):
     _lock: threading.RLock = PrivateAttr(default_factory=threading.RLock)
     _positions: dict[int, int] = PrivateAttr(default_factory=dict)
 
-    def __init__(self, *, engine: MemoryEngine | AsyncMemoryEngine | None = None,
-                 dsn: str | None = None, **data: Any) -> None:
+    def __init__(
+        self, *, engine: MemoryEngine | AsyncMemoryEngine | None = None, dsn: str | None = None, **data: Any
+    ) -> None:
         super().__init__(**data)
         rate = self.decay_rate
         if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0.0 <= rate <= 1.0:
@@ -218,10 +224,12 @@ class TimeWeightedHindsightRetriever(BaseRetriever):
     def __repr__(self) -> str:
         store = type(self.vectorstore).__name__ if self.vectorstore is not None else None
         bank = repr(self.bank) if self.bank is not None else "private"
-        return (f"{type(self).__name__}(bank={bank}, k={self.k}, "
-                f"decay_rate={self.decay_rate}, scoring={self.scoring!r}, "
-                f"memories={len(self.memory_stream)}, vectorstore={store}, "
-                f"relevance={self._relevance.metric}, engine={self.engine!r})")
+        return (
+            f"{type(self).__name__}(bank={bank}, k={self.k}, "
+            f"decay_rate={self.decay_rate}, scoring={self.scoring!r}, "
+            f"memories={len(self.memory_stream)}, vectorstore={store}, "
+            f"relevance={self._relevance.metric}, engine={self.engine!r})"
+        )
 
     __str__ = __repr__
 
@@ -244,7 +252,8 @@ class TimeWeightedHindsightRetriever(BaseRetriever):
             if len(given) != len(stored):
                 raise ConfigurationError(
                     f"memory_stream has {len(given)} documents but bank {self.bank!r} already "
-                    f"holds a stream of {len(stored)}; pass the bank's stream, or none")
+                    f"holds a stream of {len(stored)}; pass the bank's stream, or none"
+                )
             self.memory_stream = given
             self._positions = {e.index: i for i, e in enumerate(stored)}
             return
@@ -288,17 +297,19 @@ class TimeWeightedHindsightRetriever(BaseRetriever):
             if key in _STREAM_KEYS or key not in meta or not isinstance(meta[key], str):
                 continue
             with contextlib.suppress(ValueError):
-                meta[key] = (_REAL_DATE.fromisoformat(meta[key]) if kind == "date"
-                             else _REAL_DT.fromisoformat(meta[key]))
-        meta["last_accessed_at"] = from_aware(entry.last_accessed_at,
-                                              kinds.get("last_accessed_at", "naive"))
+                meta[key] = (
+                    _REAL_DATE.fromisoformat(meta[key])
+                    if kind == "date"
+                    else _REAL_DT.fromisoformat(meta[key])
+                )
+        meta["last_accessed_at"] = from_aware(entry.last_accessed_at, kinds.get("last_accessed_at", "naive"))
         meta["created_at"] = from_aware(entry.created_at, kinds.get("created_at", "naive"))
         meta["buffer_idx"] = entry.index
         content = internal.get("content")
         # As upstream, a document has an id only when it was given one.
-        return Document(id=internal.get("id"),
-                        page_content=content if content is not None else entry.text,
-                        metadata=meta)
+        return Document(
+            id=internal.get("id"), page_content=content if content is not None else entry.text, metadata=meta
+        )
 
     def _materialise(self, entries: Sequence[StreamEntry]) -> list[Document]:
         """Documents for entries: the ``memory_stream`` objects (their access time refreshed
@@ -308,8 +319,11 @@ class TimeWeightedHindsightRetriever(BaseRetriever):
             for entry in entries:
                 fresh = self._entry_to_doc(entry)
                 pos = self._positions.get(entry.index)
-                if pos is not None and pos < len(self.memory_stream) and \
-                        self.memory_stream[pos].metadata.get("buffer_idx") == entry.index:
+                if (
+                    pos is not None
+                    and pos < len(self.memory_stream)
+                    and self.memory_stream[pos].metadata.get("buffer_idx") == entry.index
+                ):
                     mirrored = self.memory_stream[pos]
                     mirrored.metadata["last_accessed_at"] = fresh.metadata["last_accessed_at"]
                     out.append(mirrored)
@@ -357,11 +371,11 @@ class TimeWeightedHindsightRetriever(BaseRetriever):
             return value  # type: ignore[no-any-return]
         return _now()
 
-    def _get_combined_score(self, document: Document, vector_relevance: float | None,
-                            current_time: datetime.datetime) -> float:
+    def _get_combined_score(
+        self, document: Document, vector_relevance: float | None, current_time: datetime.datetime
+    ) -> float:
         """``(1 - decay_rate) ** hours_passed + Σ other_score_keys + relevance`` (upstream)."""
-        hours_passed = _get_hours_passed(current_time,
-                                         self._document_get_date("last_accessed_at", document))
+        hours_passed = _get_hours_passed(current_time, self._document_get_date("last_accessed_at", document))
         score: float = (1.0 - self.decay_rate) ** hours_passed
         for key in self.other_score_keys:
             if key in document.metadata:
@@ -374,17 +388,19 @@ class TimeWeightedHindsightRetriever(BaseRetriever):
         kwargs = dict(self.search_kwargs)
         k = kwargs.pop("k", 4)
         if not isinstance(k, int) or isinstance(k, bool) or k < 0:
-            raise ConfigurationError(f"search_kwargs['k'] must be a non-negative integer, "
-                                     f"got {k!r}")
+            raise ConfigurationError(f"search_kwargs['k'] must be a non-negative integer, got {k!r}")
         threshold = kwargs.pop("score_threshold", None)
         flt = kwargs.pop("filter", None)
         if flt is not None and not isinstance(flt, Mapping):
-            raise ConfigurationError("search_kwargs['filter'] must be a dict of metadata "
-                                     "equalities (callable filters are not supported)")
+            raise ConfigurationError(
+                "search_kwargs['filter'] must be a dict of metadata "
+                "equalities (callable filters are not supported)"
+            )
         return k, float(threshold) if threshold is not None else None, dict(flt or {})
 
-    def _salient(self, entries: list[StreamEntry], threshold: float | None
-                 ) -> dict[int, tuple[Document, float]]:
+    def _salient(
+        self, entries: list[StreamEntry], threshold: float | None
+    ) -> dict[int, tuple[Document, float]]:
         docs = self._materialise(entries)
         out: dict[int, tuple[Document, float]] = {}
         for entry, doc in zip(entries, docs, strict=True):
@@ -400,8 +416,9 @@ class TimeWeightedHindsightRetriever(BaseRetriever):
         signature)."""
         k, threshold, flt = self._search_options()
         rel = self._relevance
-        entries = self._stream.search(self._raw_query(query), k=k, metric=rel.metric,
-                                      normalise=rel.normalise, filter=flt)
+        entries = self._stream.search(
+            self._raw_query(query), k=k, metric=rel.metric, normalise=rel.normalise, filter=flt
+        )
         self._sync_mirror([e.index for e in entries])
         return self._salient(entries, threshold)
 
@@ -409,9 +426,9 @@ class TimeWeightedHindsightRetriever(BaseRetriever):
         """Async twin of :meth:`get_salient_docs`."""
         k, threshold, flt = self._search_options()
         rel = self._relevance
-        entries = await self._stream.asearch(await self._araw_query(query), k=k,
-                                             metric=rel.metric, normalise=rel.normalise,
-                                             filter=flt)
+        entries = await self._stream.asearch(
+            await self._araw_query(query), k=k, metric=rel.metric, normalise=rel.normalise, filter=flt
+        )
         await self._async_sync_mirror([e.index for e in entries])
         return self._salient(entries, threshold)
 
@@ -419,16 +436,18 @@ class TimeWeightedHindsightRetriever(BaseRetriever):
         docs = self._materialise(entries)
         return {e.index: (d, self.default_salience) for e, d in zip(entries, docs, strict=True)}
 
-    def _rescore(self, docs_and_scores: Mapping[Any, tuple[Document, float | None]], k: int
-                 ) -> tuple[list[Document], datetime.datetime]:
+    def _rescore(
+        self, docs_and_scores: Mapping[Any, tuple[Document, float | None]], k: int
+    ) -> tuple[list[Document], datetime.datetime]:
         current_time = _now()
-        rescored = [(doc, self._get_combined_score(doc, relevance, current_time))
-                    for doc, relevance in docs_and_scores.values()]
+        rescored = [
+            (doc, self._get_combined_score(doc, relevance, current_time))
+            for doc, relevance in docs_and_scores.values()
+        ]
         rescored.sort(key=lambda x: x[1], reverse=True)  # stable: ties keep candidate order
         return [doc for doc, _ in rescored[:k]], current_time
 
-    def _accessed(self, docs: Sequence[Document], current_time: datetime.datetime
-                  ) -> list[int]:
+    def _accessed(self, docs: Sequence[Document], current_time: datetime.datetime) -> list[int]:
         indexes = []
         with self._lock:
             for doc in docs:
@@ -438,19 +457,19 @@ class TimeWeightedHindsightRetriever(BaseRetriever):
                     indexes.append(idx)
         return indexes
 
-    def _get_rescored_docs(self, docs_and_scores: Mapping[Any, tuple[Document, float | None]],
-                           k: int | None = None) -> list[Document]:
+    def _get_rescored_docs(
+        self, docs_and_scores: Mapping[Any, tuple[Document, float | None]], k: int | None = None
+    ) -> list[Document]:
         """Score, keep the best ``k``, and mark them accessed now (in the bank too)."""
         result, current_time = self._rescore(docs_and_scores, self.k if k is None else k)
         self._stream.touch(self._accessed(result, current_time), at=to_aware(current_time)[0])
         return result
 
-    async def _aget_rescored_docs(self, docs_and_scores: Mapping[Any, tuple[Document,
-                                                                            float | None]],
-                                  k: int | None = None) -> list[Document]:
+    async def _aget_rescored_docs(
+        self, docs_and_scores: Mapping[Any, tuple[Document, float | None]], k: int | None = None
+    ) -> list[Document]:
         result, current_time = self._rescore(docs_and_scores, self.k if k is None else k)
-        await self._stream.atouch(self._accessed(result, current_time),
-                                  at=to_aware(current_time)[0])
+        await self._stream.atouch(self._accessed(result, current_time), at=to_aware(current_time)[0])
         return result
 
     # ------------------------------------------------------------------ retrieval
@@ -460,8 +479,9 @@ class TimeWeightedHindsightRetriever(BaseRetriever):
             raise ConfigurationError(f"k must be a non-negative integer, got {k!r}")
         return k
 
-    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
-                                **kwargs: Any) -> list[Document]:
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
+    ) -> list[Document]:
         if not isinstance(query, str):
             raise InvalidQueryError(f"query must be a string, got {type(query).__name__}")
         k = self._call_k(kwargs)
@@ -475,9 +495,9 @@ class TimeWeightedHindsightRetriever(BaseRetriever):
         docs_and_scores.update(self.get_salient_docs(query))
         return self._get_rescored_docs(docs_and_scores, k)
 
-    async def _aget_relevant_documents(self, query: str, *,
-                                       run_manager: AsyncCallbackManagerForRetrieverRun,
-                                       **kwargs: Any) -> list[Document]:
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
+    ) -> list[Document]:
         if not isinstance(query, str):
             raise InvalidQueryError(f"query must be a string, got {type(query).__name__}")
         k = self._call_k(kwargs)
@@ -495,16 +515,16 @@ class TimeWeightedHindsightRetriever(BaseRetriever):
     def _recall_kwargs(self) -> dict[str, Any]:
         return {"bank": self._stream.bank, "budget": self.budget, "max_tokens": self.max_tokens}
 
-    def _tempr_rank(self, recalled: Sequence[Any], entries: list[StreamEntry], k: int
-                    ) -> tuple[list[Document], datetime.datetime]:
+    def _tempr_rank(
+        self, recalled: Sequence[Any], entries: list[StreamEntry], k: int
+    ) -> tuple[list[Document], datetime.datetime]:
         by_id = {e.memory_id: e for e in entries}
         current_time = _now()
         order = [m for m in recalled if m.id in by_id]
         docs = self._materialise([by_id[m.id] for m in order])
         best: dict[int, tuple[Document, float]] = {}
         for memory, doc in zip(order, docs, strict=True):
-            hours = _get_hours_passed(current_time,
-                                      self._document_get_date("last_accessed_at", doc))
+            hours = _get_hours_passed(current_time, self._document_get_date("last_accessed_at", doc))
             score = float(memory.score) * (1.0 - self.decay_rate) ** hours
             idx = doc.metadata["buffer_idx"]
             if idx not in best or best[idx][1] < score:
@@ -527,10 +547,13 @@ class TimeWeightedHindsightRetriever(BaseRetriever):
         return docs
 
     # ------------------------------------------------------------------ writing
-    def _prepare(self, documents: Sequence[Document], current_time: Any,
-                 ids: Sequence[str | None] | None, keep_objects: bool
-                 ) -> tuple[list[Document], list[MemoryItem], list[datetime.datetime],
-                            list[datetime.datetime]]:
+    def _prepare(
+        self,
+        documents: Sequence[Document],
+        current_time: Any,
+        ids: Sequence[str | None] | None,
+        keep_objects: bool,
+    ) -> tuple[list[Document], list[MemoryItem], list[datetime.datetime], list[datetime.datetime]]:
         if current_time is None:
             current_time = _now()
         if ids is not None and len(ids) != len(documents):
@@ -584,8 +607,7 @@ class TimeWeightedHindsightRetriever(BaseRetriever):
         """Append the added documents themselves to ``memory_stream`` (as upstream); when
         other writers extended the stream meanwhile, the caller reloads the tail instead."""
         with self._lock:
-            if self.load_memory_stream and base == (max(self._positions) + 1
-                                                    if self._positions else 0):
+            if self.load_memory_stream and base == (max(self._positions) + 1 if self._positions else 0):
                 for i, doc in enumerate(copies):
                     self._positions[base + i] = len(self.memory_stream)
                     self.memory_stream.append(doc)
@@ -595,15 +617,21 @@ class TimeWeightedHindsightRetriever(BaseRetriever):
         forwarded["ids"] = ids
         return forwarded
 
-    def _add(self, documents: Sequence[Document], kwargs: Mapping[str, Any], *,
-             keep_objects: bool = False, to_store: bool = True) -> list[str]:
+    def _add(
+        self,
+        documents: Sequence[Document],
+        kwargs: Mapping[str, Any],
+        *,
+        keep_objects: bool = False,
+        to_store: bool = True,
+    ) -> list[str]:
         if not documents:
             return []
-        copies, items, la, ca = self._prepare(documents, kwargs.get("current_time"),
-                                              kwargs.get("ids"), keep_objects)
+        copies, items, la, ca = self._prepare(
+            documents, kwargs.get("current_time"), kwargs.get("ids"), keep_objects
+        )
         vectors = self._raw_documents([d.page_content for d in copies])
-        appended = self._stream.append(items, accessed_at=la, created_at=ca,
-                                       vectors=list(vectors))
+        appended = self._stream.append(items, accessed_at=la, created_at=ca, vectors=list(vectors))
         ids = self._number(copies, appended)
         if to_store and self.vectorstore is not None:
             try:
@@ -631,16 +659,13 @@ class TimeWeightedHindsightRetriever(BaseRetriever):
         """Async twin of :meth:`add_documents`."""
         if not documents:
             return []
-        copies, items, la, ca = self._prepare(documents, kwargs.get("current_time"),
-                                              kwargs.get("ids"), False)
+        copies, items, la, ca = self._prepare(documents, kwargs.get("current_time"), kwargs.get("ids"), False)
         vectors = await self._araw_documents([d.page_content for d in copies])
-        appended = await self._stream.aappend(items, accessed_at=la, created_at=ca,
-                                              vectors=list(vectors))
+        appended = await self._stream.aappend(items, accessed_at=la, created_at=ca, vectors=list(vectors))
         ids = self._number(copies, appended)
         if self.vectorstore is not None:
             try:
-                await self.vectorstore.aadd_documents(copies,
-                                                      **self._store_kwargs(kwargs, ids))
+                await self.vectorstore.aadd_documents(copies, **self._store_kwargs(kwargs, ids))
             except BaseException:
                 await self._stream.adelete(appended.indexes)
                 raise
@@ -649,36 +674,67 @@ class TimeWeightedHindsightRetriever(BaseRetriever):
         return ids
 
     # ------------------------------------------------------------------ old names
-    def get_relevant_documents(self, query: str, *, callbacks: Callbacks = None,
-                               tags: list[str] | None = None,
-                               metadata: dict[str, Any] | None = None,
-                               run_name: str | None = None, **kwargs: Any) -> list[Document]:
+    def get_relevant_documents(
+        self,
+        query: str,
+        *,
+        callbacks: Callbacks = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        run_name: str | None = None,
+        **kwargs: Any,
+    ) -> list[Document]:
         """Deprecated LangChain 0.x name, kept so old notebooks run: use :meth:`invoke`."""
-        warnings.warn("get_relevant_documents is deprecated (removed in langchain-core 1.0); "
-                      "use invoke", DeprecationWarning, stacklevel=2)
-        config: dict[str, Any] = {"callbacks": callbacks, "tags": tags, "metadata": metadata,
-                                  "run_name": run_name}
-        return self.invoke(query, {k: v for k, v in config.items() if v is not None},  # type: ignore[arg-type]
-                           **kwargs)
+        warnings.warn(
+            "get_relevant_documents is deprecated (removed in langchain-core 1.0); use invoke",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        config: dict[str, Any] = {
+            "callbacks": callbacks,
+            "tags": tags,
+            "metadata": metadata,
+            "run_name": run_name,
+        }
+        return self.invoke(
+            query,
+            {k: v for k, v in config.items() if v is not None},  # type: ignore[arg-type]
+            **kwargs,
+        )
 
-    async def aget_relevant_documents(self, query: str, *, callbacks: Callbacks = None,
-                                      tags: list[str] | None = None,
-                                      metadata: dict[str, Any] | None = None,
-                                      run_name: str | None = None, **kwargs: Any
-                                      ) -> list[Document]:
+    async def aget_relevant_documents(
+        self,
+        query: str,
+        *,
+        callbacks: Callbacks = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        run_name: str | None = None,
+        **kwargs: Any,
+    ) -> list[Document]:
         """Deprecated LangChain 0.x name: use :meth:`ainvoke`."""
-        warnings.warn("aget_relevant_documents is deprecated (removed in langchain-core 1.0); "
-                      "use ainvoke", DeprecationWarning, stacklevel=2)
-        config: dict[str, Any] = {"callbacks": callbacks, "tags": tags, "metadata": metadata,
-                                  "run_name": run_name}
-        return await self.ainvoke(query, {k: v for k, v in config.items() if v is not None},  # type: ignore[arg-type]
-                                  **kwargs)
+        warnings.warn(
+            "aget_relevant_documents is deprecated (removed in langchain-core 1.0); use ainvoke",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        config: dict[str, Any] = {
+            "callbacks": callbacks,
+            "tags": tags,
+            "metadata": metadata,
+            "run_name": run_name,
+        }
+        return await self.ainvoke(
+            query,
+            {k: v for k, v in config.items() if v is not None},  # type: ignore[arg-type]
+            **kwargs,
+        )
 
     def _get_ls_params(self, **kwargs: Any) -> LangSmithRetrieverParams:
         params = super()._get_ls_params(**kwargs)
-        params["ls_vector_store_provider"] = (type(self.vectorstore).__name__
-                                              if self.vectorstore is not None
-                                              else "HindsightPostgres")
+        params["ls_vector_store_provider"] = (
+            type(self.vectorstore).__name__ if self.vectorstore is not None else "HindsightPostgres"
+        )
         embedder = self.engine.embedder
         params["ls_embedding_provider"] = type(getattr(embedder, "wrapped", embedder)).__name__
         params["ls_embedding_model"] = embedder.model_name

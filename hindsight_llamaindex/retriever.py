@@ -79,8 +79,7 @@ def memory_to_node(memory: RecalledMemory, bank: str | None = None) -> NodeWithS
     relationships: dict[NodeRelationship, RelatedNodeInfo | list[RelatedNodeInfo]] = {}
     if isinstance(ref_doc_id, str):
         relationships[NodeRelationship.SOURCE] = RelatedNodeInfo(node_id=ref_doc_id)
-    node = TextNode(id_=document_key(memory), text=memory.text, metadata=meta,
-                    relationships=relationships)
+    node = TextNode(id_=document_key(memory), text=memory.text, metadata=meta, relationships=relationships)
     return NodeWithScore(node=node, score=relevance(memory))
 
 
@@ -92,21 +91,26 @@ def node_to_item(node: BaseNode) -> MemoryItem:
     ref_doc_id = node.ref_doc_id
     if ref_doc_id is not None and ref_doc_id != node.id_:
         meta[REF_DOC_KEY] = ref_doc_id
-    return memory_item(node.get_content(metadata_mode=MetadataMode.NONE), meta,
-                       document_id=node.id_)
+    return memory_item(node.get_content(metadata_mode=MetadataMode.NONE), meta, document_id=node.id_)
 
 
 def nodes_to_items(nodes: object) -> tuple[list[MemoryItem], list[str]]:
     """Validate what ``insert`` was given; the items and the node ids, in order."""
     if not isinstance(nodes, list | tuple):
-        raise InvalidItemError(0, f"insert expects a list of nodes or documents, got "
-                                  f"{type(nodes).__name__}; wrap a single node in a list")
+        raise InvalidItemError(
+            0,
+            f"insert expects a list of nodes or documents, got "
+            f"{type(nodes).__name__}; wrap a single node in a list",
+        )
     items = []
     for index, node in enumerate(nodes):
         if not isinstance(node, BaseNode):
-            raise InvalidItemError(index, f"expected a LlamaIndex node or Document, got "
-                                          f"{type(node).__name__} (wrap text as "
-                                          "TextNode(text=...) or Document(text=...))")
+            raise InvalidItemError(
+                index,
+                f"expected a LlamaIndex node or Document, got "
+                f"{type(node).__name__} (wrap text as "
+                "TextNode(text=...) or Document(text=...))",
+            )
         items.append(node_to_item(node))
     return items, [n.id_ for n in nodes]
 
@@ -151,32 +155,48 @@ class HindsightRetriever(BaseRetriever):
     ['0196...', ...]
     """
 
-    def __init__(self, engine: MemoryEngine | AsyncMemoryEngine | None = None, *,
-                 dsn: str | None = None, similarity_top_k: int = DEFAULT_SIMILARITY_TOP_K,
-                 filters: MetadataFilters | None = None, memory_tags: Sequence[str] | None = None,
-                 progress: bool | None = None, embed_model: Any = None,
-                 callback_manager: CallbackManager | None = None,
-                 object_map: dict[str, Any] | None = None, objects: list[IndexNode] | None = None,
-                 verbose: bool = False, **options: Unpack[RecallKwargs]) -> None:
-        if isinstance(similarity_top_k, bool) or not isinstance(similarity_top_k, int) \
-                or similarity_top_k < 1:
-            raise ConfigurationError(f"similarity_top_k must be an integer >= 1, got "
-                                     f"{similarity_top_k!r}")
-        for name, instead in (("k", "similarity_top_k"), ("filter", "filters"),
-                              ("tags", "memory_tags")):
+    def __init__(
+        self,
+        engine: MemoryEngine | AsyncMemoryEngine | None = None,
+        *,
+        dsn: str | None = None,
+        similarity_top_k: int = DEFAULT_SIMILARITY_TOP_K,
+        filters: MetadataFilters | None = None,
+        memory_tags: Sequence[str] | None = None,
+        progress: bool | None = None,
+        embed_model: Any = None,
+        callback_manager: CallbackManager | None = None,
+        object_map: dict[str, Any] | None = None,
+        objects: list[IndexNode] | None = None,
+        verbose: bool = False,
+        **options: Unpack[RecallKwargs],
+    ) -> None:
+        if (
+            isinstance(similarity_top_k, bool)
+            or not isinstance(similarity_top_k, int)
+            or similarity_top_k < 1
+        ):
+            raise ConfigurationError(f"similarity_top_k must be an integer >= 1, got {similarity_top_k!r}")
+        for name, instead in (("k", "similarity_top_k"), ("filter", "filters"), ("tags", "memory_tags")):
             if name in options:
                 raise ConfigurationError(f"{name}= is not an option here: use {instead}=")
         self.filter_tree = to_filter_tree(filters)
-        fields: dict[str, Any] = {**options, "tags": memory_tags, "filter": self.filter_tree,
-                                  "k": similarity_top_k}
+        fields: dict[str, Any] = {
+            **options,
+            "tags": memory_tags,
+            "filter": self.filter_tree,
+            "k": similarity_top_k,
+        }
         self.options = RecallOptions(**fields)
         self._handle: EngineHandle = resolve_engine(
-            engine, dsn, embed_model if embed_model is not None else _explicit_embed_model())
+            engine, dsn, embed_model if embed_model is not None else _explicit_embed_model()
+        )
         self.similarity_top_k = similarity_top_k
         self.filters = filters
         self.progress = progress
-        super().__init__(callback_manager=callback_manager, object_map=object_map,
-                         objects=objects, verbose=verbose)
+        super().__init__(
+            callback_manager=callback_manager, object_map=object_map, objects=objects, verbose=verbose
+        )
 
     @property
     def bank(self) -> str:
@@ -191,22 +211,32 @@ class HindsightRetriever(BaseRetriever):
         self._handle.close()
 
     def __repr__(self) -> str:
-        return (f"{type(self).__name__}(bank={self.bank!r}, "
-                f"similarity_top_k={self.similarity_top_k}, budget={self.options.budget!r}, "
-                f"filters={self.filters!r}, engine={self.engine!r})")
+        return (
+            f"{type(self).__name__}(bank={self.bank!r}, "
+            f"similarity_top_k={self.similarity_top_k}, budget={self.options.budget!r}, "
+            f"filters={self.filters!r}, engine={self.engine!r})"
+        )
 
     # ------------------------------------------------------------------ retrieval
     def _nodes(self, query: str, result: RecallResult) -> list[NodeWithScore]:
         nodes = []
         for memory in result.memories[: self.similarity_top_k]:
             node = memory_to_node(memory)
-            if self.options.include_chunks and memory.chunk_id is not None \
-                    and memory.chunk_id in result.chunks:
+            if (
+                self.options.include_chunks
+                and memory.chunk_id is not None
+                and memory.chunk_id in result.chunks
+            ):
                 node.node.metadata["chunk"] = result.chunks[memory.chunk_id]
             nodes.append(node)
-        dispatcher.event(HindsightRecallEvent(
-            bank=self.bank, query=query, memory_ids=[m.id for m in result.memories],
-            scores=[float(n.score or 0.0) for n in nodes]))
+        dispatcher.event(
+            HindsightRecallEvent(
+                bank=self.bank,
+                query=query,
+                memory_ids=[m.id for m in result.memories],
+                scores=[float(n.score or 0.0) for n in nodes],
+            )
+        )
         return nodes
 
     def _options(self) -> dict[str, Any]:
@@ -232,8 +262,7 @@ class HindsightRetriever(BaseRetriever):
         self.engine.retain(items, bank=self.bank, progress=self._progress(progress))
         return ids
 
-    async def ainsert(self, nodes: Sequence[BaseNode], *, progress: bool | None = None
-                      ) -> list[str]:
+    async def ainsert(self, nodes: Sequence[BaseNode], *, progress: bool | None = None) -> list[str]:
         """Async twin of :meth:`insert`."""
         items, ids = nodes_to_items(nodes)
         await self.engine.aretain(items, bank=self.bank, progress=self._progress(progress))

@@ -107,8 +107,7 @@ DEFAULT_PROOF_ALPHA: Final = 0.1
 # offline (docs/benchmarks.md).
 DEFAULT_CROSS_ENCODER_RECENCY_ALPHA: Final = 0.2
 DEFAULT_CROSS_ENCODER_TEMPORAL_ALPHA: Final = 0.2
-DEFAULT_CROSS_ENCODER_ARM_WEIGHTS: Final = {"semantic": 1.0, "keyword": 1.0, "graph": 1.0,
-                                            "temporal": 1.0}
+DEFAULT_CROSS_ENCODER_ARM_WEIGHTS: Final = {"semantic": 1.0, "keyword": 1.0, "graph": 1.0, "temporal": 1.0}
 DEFAULT_RECENCY_WINDOW_DAYS: Final = 365.0
 DEFAULT_RECENCY_HALF_LIFE_DAYS: Final = 90.0
 DEFAULT_HNSW_EF_SEARCH: Final = 100
@@ -171,15 +170,18 @@ class EngineConfig:
     recall: RecallSettings = field(default_factory=_default_recall_settings)
 
     def __post_init__(self) -> None:
-        if isinstance(self.connect_timeout, bool) or not isinstance(self.connect_timeout, int | float) \
-                or not 0 < self.connect_timeout < float("inf"):
+        if (
+            isinstance(self.connect_timeout, bool)
+            or not isinstance(self.connect_timeout, int | float)
+            or not 0 < self.connect_timeout < float("inf")
+        ):
             from shared_core.errors import ConfigurationError
 
             raise ConfigurationError(
-                f"connect_timeout must be a positive number of seconds, got {self.connect_timeout!r}")
+                f"connect_timeout must be a positive number of seconds, got {self.connect_timeout!r}"
+            )
         # The keyword arm must parse queries with the configuration retain indexed with.
         if self.recall.ts_config != self.ts_config:
             import dataclasses
 
-            object.__setattr__(self, "recall",
-                               dataclasses.replace(self.recall, ts_config=self.ts_config))
+            object.__setattr__(self, "recall", dataclasses.replace(self.recall, ts_config=self.ts_config))

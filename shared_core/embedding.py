@@ -46,8 +46,13 @@ class SentenceTransformerEmbedder:
     (384,)
     """
 
-    def __init__(self, model: str = DEFAULT_EMBEDDING_MODEL, *,
-                 batch_size: int = DEFAULT_EMBED_BATCH_SIZE, device: str = "cpu") -> None:
+    def __init__(
+        self,
+        model: str = DEFAULT_EMBEDDING_MODEL,
+        *,
+        batch_size: int = DEFAULT_EMBED_BATCH_SIZE,
+        device: str = "cpu",
+    ) -> None:
         self._model_spec = model
         self._batch_size = batch_size
         self._device = device
@@ -80,8 +85,7 @@ class SentenceTransformerEmbedder:
     @property
     def dimension(self) -> int:
         model = self._load()
-        getter = getattr(model, "get_embedding_dimension", None) or \
-            model.get_sentence_embedding_dimension
+        getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
         dim = getter()
         return int(dim)
 
@@ -89,8 +93,11 @@ class SentenceTransformerEmbedder:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         vectors = self._load().encode(
-            list(texts), batch_size=self._batch_size, normalize_embeddings=True,
-            convert_to_numpy=True, show_progress_bar=False,
+            list(texts),
+            batch_size=self._batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
         )
         return np.asarray(vectors, dtype=np.float32)
 

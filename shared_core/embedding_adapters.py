@@ -51,8 +51,7 @@ def describe_model(obj: Any) -> str:
     if owner is not None and callable(obj):
         return describe_model(owner)
     cls = type(obj).__name__
-    if callable(obj) and not hasattr(obj, "embed_query") and not hasattr(
-            obj, "get_query_embedding"):
+    if callable(obj) and not hasattr(obj, "embed_query") and not hasattr(obj, "get_query_embedding"):
         return getattr(obj, "__qualname__", cls)
     for attr in _MODEL_ATTRS:
         value = getattr(obj, attr, None)
@@ -67,8 +66,9 @@ def describe_model(obj: Any) -> str:
 
 def _unit(vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
     norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
-    out: npt.NDArray[np.float32] = np.divide(vectors, norms, out=np.zeros_like(vectors),
-                                             where=norms > 0).astype(np.float32)
+    out: npt.NDArray[np.float32] = np.divide(
+        vectors, norms, out=np.zeros_like(vectors), where=norms > 0
+    ).astype(np.float32)
     return out
 
 
@@ -80,8 +80,9 @@ class ForeignEmbedder:
     query, once. Thread-safe as far as the wrapped object is.
     """
 
-    def __init__(self, obj: Any, *, kind: str, model_name: str | None = None,
-                 dimension: int | None = None) -> None:
+    def __init__(
+        self, obj: Any, *, kind: str, model_name: str | None = None, dimension: int | None = None
+    ) -> None:
         self.wrapped = obj
         self.kind = kind
         self._model_name = model_name or describe_model(obj)
@@ -111,11 +112,13 @@ class ForeignEmbedder:
     def _check(self, vectors: npt.NDArray[np.float32], n: int) -> npt.NDArray[np.float32]:
         if vectors.ndim != 2 or vectors.shape[0] != n or vectors.shape[1] == 0:
             raise ConfigurationError(
-                f"{self._model_name} returned embeddings of shape {vectors.shape} for {n} texts")
+                f"{self._model_name} returned embeddings of shape {vectors.shape} for {n} texts"
+            )
         if self._dimension is not None and vectors.shape[1] != self._dimension:
             raise ConfigurationError(
                 f"{self._model_name} returned {vectors.shape[1]}-dimensional embeddings, "
-                f"earlier {self._dimension}")
+                f"earlier {self._dimension}"
+            )
         return vectors
 
     def raw_documents(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
@@ -175,8 +178,7 @@ class ForeignEmbedder:
         return f"ForeignEmbedder({self._model_name}, kind={self.kind!r})"
 
 
-def as_embedder(obj: Any, *, model_name: str | None = None,
-                dimension: int | None = None) -> Embedder:
+def as_embedder(obj: Any, *, model_name: str | None = None, dimension: int | None = None) -> Embedder:
     """``obj`` as an :class:`~shared_core.protocols.Embedder`.
 
     A core ``Embedder`` is returned as is; a LangChain ``Embeddings``, a LlamaIndex
@@ -187,17 +189,17 @@ def as_embedder(obj: Any, *, model_name: str | None = None,
     if isinstance(obj, ForeignEmbedder) or _is_core_embedder(obj):
         return obj  # type: ignore[no-any-return]
     if callable(getattr(obj, "get_query_embedding", None)) and callable(
-            getattr(obj, "get_text_embedding_batch", None)):
-        return ForeignEmbedder(obj, kind="llamaindex", model_name=model_name,
-                               dimension=dimension)
-    if callable(getattr(obj, "embed_documents", None)) and callable(
-            getattr(obj, "embed_query", None)):
+        getattr(obj, "get_text_embedding_batch", None)
+    ):
+        return ForeignEmbedder(obj, kind="llamaindex", model_name=model_name, dimension=dimension)
+    if callable(getattr(obj, "embed_documents", None)) and callable(getattr(obj, "embed_query", None)):
         return ForeignEmbedder(obj, kind="langchain", model_name=model_name, dimension=dimension)
     if callable(obj):
         return ForeignEmbedder(obj, kind="function", model_name=model_name, dimension=dimension)
     raise ConfigurationError(
         f"{type(obj).__name__} is not an embedding model: pass a LangChain Embeddings, a "
-        "LlamaIndex BaseEmbedding, a text -> vector function, or a shared_core Embedder")
+        "LlamaIndex BaseEmbedding, a text -> vector function, or a shared_core Embedder"
+    )
 
 
 def _is_core_embedder(obj: Any) -> bool:
@@ -206,9 +208,12 @@ def _is_core_embedder(obj: Any) -> bool:
     # ``get_query_embedding``. A core Embedder has neither, and names its model and dimension.
     if hasattr(obj, "aembed_query") or hasattr(obj, "get_query_embedding"):
         return False
-    return (callable(getattr(obj, "embed_documents", None))
-            and callable(getattr(obj, "embed_query", None))
-            and _declares(obj, "model_name") and _declares(obj, "dimension"))
+    return (
+        callable(getattr(obj, "embed_documents", None))
+        and callable(getattr(obj, "embed_query", None))
+        and _declares(obj, "model_name")
+        and _declares(obj, "dimension")
+    )
 
 
 def _declares(obj: Any, name: str) -> bool:
@@ -227,8 +232,9 @@ def wraps_same_model(embedder: Embedder | None, obj: Any) -> bool:
     return wrapped is not None and (wrapped is obj or wrapped == obj)
 
 
-def raw_vectors(embedder: Embedder) -> tuple[Callable[[Sequence[str]], npt.NDArray[np.float32]],
-                                             Callable[[str], npt.NDArray[np.float32]]]:
+def raw_vectors(
+    embedder: Embedder,
+) -> tuple[Callable[[Sequence[str]], npt.NDArray[np.float32]], Callable[[str], npt.NDArray[np.float32]]]:
     """The functions giving ``embedder``'s own (un-normalised) vectors."""
     if isinstance(embedder, ForeignEmbedder):
         return embedder.raw_documents, embedder.raw_query

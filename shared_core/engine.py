@@ -89,13 +89,15 @@ def _checked_dsn(dsn: str) -> str:
     if scheme is not None and scheme not in ("postgresql", "postgres"):
         raise ConfigurationError(
             f"dsn scheme {scheme!r} is not a Postgres one: expected postgresql://... "
-            "(or postgresql+psycopg://..., or libpq 'host=... dbname=...')")
+            "(or postgresql+psycopg://..., or libpq 'host=... dbname=...')"
+        )
     try:
         psycopg.conninfo.conninfo_to_dict(dsn)
     except psycopg.ProgrammingError as exc:
         raise ConfigurationError(
             f"dsn is not a valid connection string ({str(exc).splitlines()[0]}): expected "
-            "postgresql://user@host:port/dbname or libpq 'host=... dbname=...'") from None
+            "postgresql://user@host:port/dbname or libpq 'host=... dbname=...'"
+        ) from None
     return dsn
 
 
@@ -103,8 +105,9 @@ def _bootstrap(dsn: str, models: Models, connect_timeout: float) -> None:
     """Create the extensions and migrate the schema (once per engine, before its pools open)."""
     dimension = models.embedder.dimension
     try:
-        with psycopg.connect(dsn, autocommit=True,
-                             connect_timeout=max(2, math.ceil(connect_timeout))) as conn:
+        with psycopg.connect(
+            dsn, autocommit=True, connect_timeout=max(2, math.ceil(connect_timeout))
+        ) as conn:
             ensure_extensions(conn)
             # Banks of any dimension share the schema (migration 0006); a database made
             # before it first gets HNSW indexes for the dimension it was created with.
@@ -114,8 +117,7 @@ def _bootstrap(dsn: str, models: Models, connect_timeout: float) -> None:
             for size in {existing or dimension, dimension}:
                 ensure_dimension(conn, size)
     except psycopg.OperationalError as exc:
-        raise ConfigurationError(f"cannot connect to Postgres at {safe_dsn(dsn)}: {exc}"
-                                 ) from exc
+        raise ConfigurationError(f"cannot connect to Postgres at {safe_dsn(dsn)}: {exc}") from exc
 
 
 def _release(pools: Pools, embedded_path: Path | None) -> None:
@@ -168,12 +170,19 @@ class MemoryEngine:
     (or use it as a context manager) to release its connections and the embedded server.
     """
 
-    def __init__(self, dsn: str | None = None, *, data_dir: str | Path | None = None,
-                 embedder: Embedder | None = None, token_counter: TokenCounter | None = None,
-                 date_parser: DateParser | None = None,
-                 entity_extractor: EntityExtractor | None = None,
-                 reranker: RerankerSpec | None = None,
-                 config: EngineConfig | None = None, embeddings: Any = None) -> None:
+    def __init__(
+        self,
+        dsn: str | None = None,
+        *,
+        data_dir: str | Path | None = None,
+        embedder: Embedder | None = None,
+        token_counter: TokenCounter | None = None,
+        date_parser: DateParser | None = None,
+        entity_extractor: EntityExtractor | None = None,
+        reranker: RerankerSpec | None = None,
+        config: EngineConfig | None = None,
+        embeddings: Any = None,
+    ) -> None:
         if embedder is not None and embeddings is not None:
             raise ConfigurationError("pass either embedder= or embeddings=, not both")
         given = embedder if embedder is not None else embeddings
@@ -185,19 +194,27 @@ class MemoryEngine:
             if data_dir is not None:
                 raise ConfigurationError("pass either dsn= or data_dir= (embedded), not both")
             self.dsn = _checked_dsn(normalise_dsn(dsn))
-        self.models = Models(embedder=as_embedder(given) if given is not None else None,
-                             token_counter=token_counter,
-                             date_parser=date_parser, entity_extractor=entity_extractor,
-                             freeze_gc_after_load=self.config.freeze_gc_after_load)
+        self.models = Models(
+            embedder=as_embedder(given) if given is not None else None,
+            token_counter=token_counter,
+            date_parser=date_parser,
+            entity_extractor=entity_extractor,
+            freeze_gc_after_load=self.config.freeze_gc_after_load,
+        )
         self._reranker = reranker
         cfg = self.config
         # The pools and the finaliser must not hold the engine: an engine nobody closed is then
         # collected, and its finaliser closes the connections and releases the server.
         bootstrap = functools.partial(_bootstrap, self.dsn, self.models, cfg.connect_timeout)
-        self._pools = Pools(self.dsn, bootstrap=bootstrap, min_size=cfg.pool_min_size,
-                            max_size=cfg.pool_max_size, ef_search=cfg.hnsw_ef_search,
-                            max_scan_tuples=cfg.hnsw_max_scan_tuples,
-                            connect_timeout=cfg.connect_timeout)
+        self._pools = Pools(
+            self.dsn,
+            bootstrap=bootstrap,
+            min_size=cfg.pool_min_size,
+            max_size=cfg.pool_max_size,
+            ef_search=cfg.hnsw_ef_search,
+            max_scan_tuples=cfg.hnsw_max_scan_tuples,
+            connect_timeout=cfg.connect_timeout,
+        )
         self._finalizer = weakref.finalize(self, _release, self._pools, self._embedded_path)
         self._checked_banks: set[str] = set()
         self._closed = False
@@ -225,8 +242,9 @@ class MemoryEngine:
         >>> with engine.with_embedder(OpenAIEmbeddings()) as openai_engine:  # doctest: +SKIP
         ...     openai_engine.retain(["..."], bank="openai-bank")
         """
-        twin = MemoryEngine(self.dsn, embedder=as_embedder(embeddings),
-                            reranker=self._reranker, config=self.config)
+        twin = MemoryEngine(
+            self.dsn, embedder=as_embedder(embeddings), reranker=self._reranker, config=self.config
+        )
         twin.models = self.models.sharing(embedder=twin.models.embedder)
         return twin
 
@@ -288,8 +306,9 @@ class MemoryEngine:
 
     def __del__(self) -> None:
         if not getattr(self, "_closed", True):
-            warnings.warn("MemoryEngine was not closed; call close() or use 'with'",
-                          ResourceWarning, stacklevel=1)
+            warnings.warn(
+                "MemoryEngine was not closed; call close() or use 'with'", ResourceWarning, stacklevel=1
+            )
 
     def _safe_dsn(self) -> str:
         return safe_dsn(self.dsn)
@@ -300,18 +319,36 @@ class MemoryEngine:
         return f"<MemoryEngine {state} {where}>"
 
     # ---------------------------------------------------------------- retain
-    def retain_plan(self, items: Iterable[Any], *, bank: str = DEFAULT_BANK,
-                    document_id: str | None = None, progress: bool | None = None,
-                    fact_extractor: FactExtractor | None = None) -> Plan[list[str]]:
+    def retain_plan(
+        self,
+        items: Iterable[Any],
+        *,
+        bank: str = DEFAULT_BANK,
+        document_id: str | None = None,
+        progress: bool | None = None,
+        fact_extractor: FactExtractor | None = None,
+    ) -> Plan[list[str]]:
         """:meth:`retain` as a plan, to compose with other statements in one transaction
         (run it with :meth:`run` / :meth:`arun`, or ``yield from`` it inside a plan)."""
         context = RetainContext(models=self.models, config=self.config, now=_utcnow)
-        return retain_flow(context, items, bank=bank, document_id=document_id,
-                           progress=progress, fact_extractor=fact_extractor)
+        return retain_flow(
+            context,
+            items,
+            bank=bank,
+            document_id=document_id,
+            progress=progress,
+            fact_extractor=fact_extractor,
+        )
 
-    def retain(self, items: Iterable[Any], *, bank: str = DEFAULT_BANK,
-               document_id: str | None = None, progress: bool | None = None,
-               fact_extractor: FactExtractor | None = None) -> list[str]:
+    def retain(
+        self,
+        items: Iterable[Any],
+        *,
+        bank: str = DEFAULT_BANK,
+        document_id: str | None = None,
+        progress: bool | None = None,
+        fact_extractor: FactExtractor | None = None,
+    ) -> list[str]:
         """Store memories; return the new memory ids in input order.
 
         ``items`` are strings, dicts of :class:`~shared_core.types.MemoryItem` fields, or
@@ -327,15 +364,27 @@ class MemoryEngine:
         ...                {"text": "Bob moved to Paris.", "tags": ["bob"]}], bank="demo")
         ['0196...', '0196...']
         """
-        return self.run(self.retain_plan(items, bank=bank, document_id=document_id,
-                                         progress=progress, fact_extractor=fact_extractor))
+        return self.run(
+            self.retain_plan(
+                items, bank=bank, document_id=document_id, progress=progress, fact_extractor=fact_extractor
+            )
+        )
 
-    async def aretain(self, items: Iterable[Any], *, bank: str = DEFAULT_BANK,
-                      document_id: str | None = None, progress: bool | None = None,
-                      fact_extractor: FactExtractor | None = None) -> list[str]:
+    async def aretain(
+        self,
+        items: Iterable[Any],
+        *,
+        bank: str = DEFAULT_BANK,
+        document_id: str | None = None,
+        progress: bool | None = None,
+        fact_extractor: FactExtractor | None = None,
+    ) -> list[str]:
         """Async twin of :meth:`retain`."""
-        return await self.arun(self.retain_plan(items, bank=bank, document_id=document_id,
-                                                progress=progress, fact_extractor=fact_extractor))
+        return await self.arun(
+            self.retain_plan(
+                items, bank=bank, document_id=document_id, progress=progress, fact_extractor=fact_extractor
+            )
+        )
 
     # ---------------------------------------------------------------- recall
     def recall_context(self, reranker: RerankerSpec | None = None) -> RecallContext:
@@ -345,8 +394,11 @@ class MemoryEngine:
         return RecallContext(
             embed_query=self.embedder.embed_query,
             parse_query_dates=parser.parse_query_dates if parser is not None else None,
-            counter=self.token_counter, reranker=Reranker.from_spec(spec),
-            settings=self.config.recall.for_model(self.embedder.model_name), now=_utcnow)
+            counter=self.token_counter,
+            reranker=Reranker.from_spec(spec),
+            settings=self.config.recall.for_model(self.embedder.model_name),
+            now=_utcnow,
+        )
 
     def recall(self, query: str, **options: Unpack[RecallKwargs]) -> RecallResult:
         """Recall the memories of ``bank`` that answer ``query``, best first.
@@ -377,17 +429,20 @@ class MemoryEngine:
         context = await asyncio.to_thread(self.recall_context, opts.reranker)
         return await self._pools.arun_read(lambda: self._checked_recall(context, query, opts))
 
-    def _checked_recall(self, context: RecallContext, query: str, opts: RecallOptions
-                        ) -> Plan[RecallResult]:
+    def _checked_recall(self, context: RecallContext, query: str, opts: RecallOptions) -> Plan[RecallResult]:
         # A bank written by another model (or dimension) raises, naming both, instead of
         # ranking by noise (or finding nothing); checked once per bank and engine.
         if opts.bank not in self._checked_banks:
             row = yield from bank_plan(opts.bank)
             if row is not None:
                 embedder = self.embedder
-                check_bank_embedder(opts.bank, row["embedding_model"],
-                                    row["embedding_dimension"], embedder.model_name,
-                                    embedder.dimension)
+                check_bank_embedder(
+                    opts.bank,
+                    row["embedding_model"],
+                    row["embedding_dimension"],
+                    embedder.model_name,
+                    embedder.dimension,
+                )
                 self._checked_banks.add(opts.bank)
         result: RecallResult = yield from recall_plan(context, query, opts)
         return result
@@ -403,24 +458,24 @@ class MemoryEngine:
         bank = check_bank(bank)
         return await self._pools.arun_read(lambda: queries.get_plan(bank, memory_id))
 
-    def delete(self, ids: Sequence[str] | None = None, *, bank: str = DEFAULT_BANK,
-               document_id: str | None = None) -> int:
+    def delete(
+        self, ids: Sequence[str] | None = None, *, bank: str = DEFAULT_BANK, document_id: str | None = None
+    ) -> int:
         """Delete memories by id, or a whole document; return how many memories went."""
         return self.run(queries.delete_plan(check_bank(bank), ids, document_id))
 
-    async def adelete(self, ids: Sequence[str] | None = None, *, bank: str = DEFAULT_BANK,
-                      document_id: str | None = None) -> int:
+    async def adelete(
+        self, ids: Sequence[str] | None = None, *, bank: str = DEFAULT_BANK, document_id: str | None = None
+    ) -> int:
         """Async twin of :meth:`delete`."""
         return await self.arun(queries.delete_plan(check_bank(bank), ids, document_id))
 
-    def get_documents(self, ids: Sequence[str], *, bank: str = DEFAULT_BANK
-                      ) -> list[StoredDocument]:
+    def get_documents(self, ids: Sequence[str], *, bank: str = DEFAULT_BANK) -> list[StoredDocument]:
         """The documents with these ids (the ``document_id`` they were retained with, or a
         memory id), in the order asked; ids not found are skipped."""
         return self.run(documents.get_documents_plan(check_bank(bank), ids))
 
-    async def aget_documents(self, ids: Sequence[str], *, bank: str = DEFAULT_BANK
-                             ) -> list[StoredDocument]:
+    async def aget_documents(self, ids: Sequence[str], *, bank: str = DEFAULT_BANK) -> list[StoredDocument]:
         """Async twin of :meth:`get_documents`."""
         return await self.arun(documents.get_documents_plan(check_bank(bank), ids))
 
@@ -432,13 +487,15 @@ class MemoryEngine:
         """Async twin of :meth:`delete_documents`."""
         return await self.arun(documents.delete_documents_plan(check_bank(bank), ids))
 
-    def vectors(self, memory_ids: Sequence[str], *, bank: str = DEFAULT_BANK
-                ) -> dict[str, npt.NDArray[np.float32]]:
+    def vectors(
+        self, memory_ids: Sequence[str], *, bank: str = DEFAULT_BANK
+    ) -> dict[str, npt.NDArray[np.float32]]:
         """The stored embeddings of these memories, by id."""
         return self.run(documents.vectors_plan(check_bank(bank), memory_ids))
 
-    async def avectors(self, memory_ids: Sequence[str], *, bank: str = DEFAULT_BANK
-                       ) -> dict[str, npt.NDArray[np.float32]]:
+    async def avectors(
+        self, memory_ids: Sequence[str], *, bank: str = DEFAULT_BANK
+    ) -> dict[str, npt.NDArray[np.float32]]:
         """Async twin of :meth:`vectors`."""
         return await self.arun(documents.vectors_plan(check_bank(bank), memory_ids))
 
@@ -478,25 +535,45 @@ class AsyncMemoryEngine:
     ...     await engine.retain(["Alice works at Google."], bank="demo")
     """
 
-    def __init__(self, dsn: str | None = None, *, data_dir: str | Path | None = None,
-                 embedder: Embedder | None = None, token_counter: TokenCounter | None = None,
-                 date_parser: DateParser | None = None,
-                 entity_extractor: EntityExtractor | None = None,
-                 reranker: RerankerSpec | None = None, config: EngineConfig | None = None,
-                 engine: MemoryEngine | None = None) -> None:
+    def __init__(
+        self,
+        dsn: str | None = None,
+        *,
+        data_dir: str | Path | None = None,
+        embedder: Embedder | None = None,
+        token_counter: TokenCounter | None = None,
+        date_parser: DateParser | None = None,
+        entity_extractor: EntityExtractor | None = None,
+        reranker: RerankerSpec | None = None,
+        config: EngineConfig | None = None,
+        engine: MemoryEngine | None = None,
+    ) -> None:
         if engine is None:
-            engine = MemoryEngine(dsn, data_dir=data_dir, embedder=embedder,
-                                  token_counter=token_counter, date_parser=date_parser,
-                                  entity_extractor=entity_extractor, reranker=reranker,
-                                  config=config)
+            engine = MemoryEngine(
+                dsn,
+                data_dir=data_dir,
+                embedder=embedder,
+                token_counter=token_counter,
+                date_parser=date_parser,
+                entity_extractor=entity_extractor,
+                reranker=reranker,
+                config=config,
+            )
         self.sync = engine
 
-    async def retain(self, items: Iterable[Any], *, bank: str = DEFAULT_BANK,
-                     document_id: str | None = None, progress: bool | None = None,
-                     fact_extractor: FactExtractor | None = None) -> list[str]:
+    async def retain(
+        self,
+        items: Iterable[Any],
+        *,
+        bank: str = DEFAULT_BANK,
+        document_id: str | None = None,
+        progress: bool | None = None,
+        fact_extractor: FactExtractor | None = None,
+    ) -> list[str]:
         """See :meth:`MemoryEngine.retain`."""
-        return await self.sync.aretain(items, bank=bank, document_id=document_id,
-                                       progress=progress, fact_extractor=fact_extractor)
+        return await self.sync.aretain(
+            items, bank=bank, document_id=document_id, progress=progress, fact_extractor=fact_extractor
+        )
 
     async def recall(self, query: str, **options: Unpack[RecallKwargs]) -> RecallResult:
         """See :meth:`MemoryEngine.recall`."""
@@ -506,8 +583,9 @@ class AsyncMemoryEngine:
         """See :meth:`MemoryEngine.get`."""
         return await self.sync.aget(memory_id, bank=bank)
 
-    async def delete(self, ids: Sequence[str] | None = None, *, bank: str = DEFAULT_BANK,
-                     document_id: str | None = None) -> int:
+    async def delete(
+        self, ids: Sequence[str] | None = None, *, bank: str = DEFAULT_BANK, document_id: str | None = None
+    ) -> int:
         """See :meth:`MemoryEngine.delete`."""
         return await self.sync.adelete(ids, bank=bank, document_id=document_id)
 

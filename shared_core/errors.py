@@ -60,14 +60,24 @@ class SchemaError(HindsightError):
 class DimensionMismatchError(SchemaError, ValueError):
     """A bank was created for one embedding dimension and is used with another."""
 
-    def __init__(self, *, bank: str | None, bank_model: str, bank_dimension: int,
-                 embedder_model: str, embedder_dimension: int) -> None:
+    def __init__(
+        self,
+        *,
+        bank: str | None,
+        bank_model: str,
+        bank_dimension: int,
+        embedder_model: str,
+        embedder_dimension: int,
+    ) -> None:
         self.bank = bank
         self.bank_dimension = bank_dimension
         self.embedder_dimension = embedder_dimension
         where = f"bank {bank!r}" if bank is not None else "this database's memory schema"
-        fix = ("use the bank's model or retain into a new bank" if bank is not None else
-               "use a model of that dimension, or another database for this model")
+        fix = (
+            "use the bank's model or retain into a new bank"
+            if bank is not None
+            else "use a model of that dimension, or another database for this model"
+        )
         super().__init__(
             f"{where} stores {bank_dimension}-dimensional embeddings from {bank_model!r}, "
             f"but the embedder {embedder_model!r} produces {embedder_dimension} dimensions; "
@@ -79,29 +89,33 @@ class EmbeddingModelMismatchError(SchemaError, ValueError):
     """A bank's memories were embedded by another model (of the same dimension): comparing
     its vectors with this embedder's would rank by noise."""
 
-    def __init__(self, *, bank: str, bank_model: str, embedder_model: str,
-                 dimension: int) -> None:
+    def __init__(self, *, bank: str, bank_model: str, embedder_model: str, dimension: int) -> None:
         self.bank = bank
         self.bank_model = bank_model
         self.embedder_model = embedder_model
         super().__init__(
             f"bank {bank!r} stores {dimension}-dimensional embeddings from {bank_model!r}, but "
-            f"the embedder is {embedder_model!r}; use the bank's model or another bank")
+            f"the embedder is {embedder_model!r}; use the bank's model or another bank"
+        )
 
 
-def check_bank_embedder(bank: str, bank_model: str, bank_dimension: int, embedder_model: str,
-                        embedder_dimension: int) -> None:
+def check_bank_embedder(
+    bank: str, bank_model: str, bank_dimension: int, embedder_model: str, embedder_dimension: int
+) -> None:
     """Raise the typed error naming both when a bank's model or dimension is not the
     embedder's (never a silent mix)."""
     if int(bank_dimension) != int(embedder_dimension):
-        raise DimensionMismatchError(bank=bank, bank_model=bank_model,
-                                     bank_dimension=int(bank_dimension),
-                                     embedder_model=embedder_model,
-                                     embedder_dimension=int(embedder_dimension))
+        raise DimensionMismatchError(
+            bank=bank,
+            bank_model=bank_model,
+            bank_dimension=int(bank_dimension),
+            embedder_model=embedder_model,
+            embedder_dimension=int(embedder_dimension),
+        )
     if bank_model != embedder_model:
-        raise EmbeddingModelMismatchError(bank=bank, bank_model=bank_model,
-                                          embedder_model=embedder_model,
-                                          dimension=int(bank_dimension))
+        raise EmbeddingModelMismatchError(
+            bank=bank, bank_model=bank_model, embedder_model=embedder_model, dimension=int(bank_dimension)
+        )
 
 
 class InvalidItemError(HindsightError, ValueError):

@@ -57,8 +57,9 @@ class EngineHandle:
             self.engine.close()
 
 
-def resolve_engine(engine: MemoryEngine | AsyncMemoryEngine | None, dsn: str | None,
-                   embeddings: Any = None) -> EngineHandle:
+def resolve_engine(
+    engine: MemoryEngine | AsyncMemoryEngine | None, dsn: str | None, embeddings: Any = None
+) -> EngineHandle:
     """``engine=`` wins; else ``dsn=`` opens an engine on that server; else the embedded one.
 
     With ``embeddings`` (an ``Embedder``, LangChain ``Embeddings``, LlamaIndex
@@ -125,9 +126,7 @@ def from_aware(value: datetime.datetime, kind: str) -> Any:
         return value.timestamp()
     if kind == "naive":
         utc = value.astimezone(_UTC)
-        return _REAL_DT(
-            utc.year, utc.month, utc.day, utc.hour, utc.minute, utc.second, utc.microsecond
-        )
+        return _REAL_DT(utc.year, utc.month, utc.day, utc.hour, utc.minute, utc.second, utc.microsecond)
     return value
 
 

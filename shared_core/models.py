@@ -69,9 +69,13 @@ class Models:
 
     def sharing(self, *, embedder: Embedder) -> Models:
         """These models with another embedder: the others, loaded or not, are shared."""
-        twin = Models(embedder=embedder, token_counter=self._counter,
-                      date_parser=self._date_parser, entity_extractor=self._entity_extractor,
-                      freeze_gc_after_load=self._freeze)
+        twin = Models(
+            embedder=embedder,
+            token_counter=self._counter,
+            date_parser=self._date_parser,
+            entity_extractor=self._entity_extractor,
+            freeze_gc_after_load=self._freeze,
+        )
         twin._tried = set(self._tried)
         return twin
 

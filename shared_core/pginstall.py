@@ -57,8 +57,10 @@ def bundled_install() -> Path:
 def _major_version(install: Path) -> str | None:
     # PG_VERSION-like marker every installation carries: share/postgresql/postgres.bki's header
     # is not stable across versions, so read the major from pg_config's sibling file instead.
-    for candidate in (install / "include" / "postgresql" / "server" / "pg_config.h",
-                      install / "include" / "server" / "pg_config.h"):
+    for candidate in (
+        install / "include" / "postgresql" / "server" / "pg_config.h",
+        install / "include" / "server" / "pg_config.h",
+    ):
         if candidate.is_file():
             for line in candidate.read_text(errors="replace").splitlines():
                 if line.startswith("#define PG_MAJORVERSION "):
@@ -81,8 +83,7 @@ def portable_pgvector(base: Path | None = None) -> Path | None:
 
 
 def _overlay_roots() -> list[Path]:
-    return [Path(sys.prefix) / "share" / _OVERLAY_PARENT,
-            Path(platformdirs.user_cache_dir(_OVERLAY_PARENT))]
+    return [Path(sys.prefix) / "share" / _OVERLAY_PARENT, Path(platformdirs.user_cache_dir(_OVERLAY_PARENT))]
 
 
 def _link_or_copy(source: Path, target: Path) -> None:
@@ -125,8 +126,7 @@ def _build_overlay(base: Path, library: Path, target: Path) -> Path:
                 (pkglib / entry.name).symlink_to(entry)
         shutil.copy2(library, pkglib / "vector.so")
         # Readable by the unprivileged account the server runs as when started by root.
-        for directory in (staging, *install.parents, install, install / "bin",
-                          install / "lib", pkglib):
+        for directory in (staging, *install.parents, install, install / "bin", install / "lib", pkglib):
             if directory.is_relative_to(staging):
                 directory.chmod(0o755)
         try:

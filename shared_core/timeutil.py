@@ -9,8 +9,9 @@ from typing import Literal
 __all__ = ["add_months"]
 
 
-def add_months(value: _dt.datetime, months: int, *,
-               missing_day: Literal["clamp", "raise"] = "clamp") -> _dt.datetime:
+def add_months(
+    value: _dt.datetime, months: int, *, missing_day: Literal["clamp", "raise"] = "clamp"
+) -> _dt.datetime:
     """``value`` moved by ``months`` calendar months (negative: back).
 
     When the day does not exist in the target month (the 31st in April), ``"clamp"`` takes the

@@ -42,8 +42,7 @@ LinkType = Literal["semantic", "temporal", "causes", "caused_by", "enables", "pr
 LINK_TYPES: tuple[LinkType, ...] = get_args(LinkType)
 CAUSAL_LINK_TYPES: tuple[LinkType, ...] = ("causes", "caused_by", "enables", "prevents")
 
-DateGrain = Literal["second", "minute", "hour", "day", "week", "month", "season", "quarter",
-                    "year", "decade"]
+DateGrain = Literal["second", "minute", "hour", "day", "week", "month", "season", "quarter", "year", "decade"]
 DATE_GRAINS: tuple[DateGrain, ...] = get_args(DateGrain)
 
 ArmName = Literal["semantic", "keyword", "graph", "temporal"]

@@ -1,6 +1,6 @@
 """Run the demo: retain the bundled story into a fresh bank and print recall results.
 
-    python -m shared_core.demo [--dsn postgresql://...]
+python -m shared_core.demo [--dsn postgresql://...]
 """
 
 from __future__ import annotations
@@ -36,14 +36,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"engine: {engine!r}")
         engine.delete(bank=args.bank, document_id="story")
         ids = engine.retain(story_items(), bank=args.bank, document_id="story")
-        print(f"retained {len(ids)} memories in {time.perf_counter() - started:.1f}s: "
-              f"{engine.stats(args.bank)}")
+        print(
+            f"retained {len(ids)} memories in {time.perf_counter() - started:.1f}s: {engine.stats(args.bank)}"
+        )
         recall = getattr(engine, "recall", None)
         if recall is None:
             return 0
         for question in QUESTIONS:
-            result = recall(question, bank=args.bank, query_timestamp=STORY_NOW,
-                            max_tokens=120, trace=True)
+            result = recall(question, bank=args.bank, query_timestamp=STORY_NOW, max_tokens=120, trace=True)
             print(f"\nQ: {question}")
             if result.trace is not None and result.trace.time_window is not None:
                 w = result.trace.time_window

@@ -120,33 +120,85 @@ _PRIO_BARE_YEAR: Final = 1
 
 # --- vocabulary ---------------------------------------------------------------------------------
 _MONTHS: Final[Mapping[str, int]] = {
-    "january": 1, "jan": 1, "february": 2, "feb": 2, "march": 3, "mar": 3, "april": 4, "apr": 4,
-    "may": 5, "june": 6, "jun": 6, "july": 7, "jul": 7, "august": 8, "aug": 8, "september": 9,
-    "sept": 9, "sep": 9, "october": 10, "oct": 10, "november": 11, "nov": 11, "december": 12,
+    "january": 1,
+    "jan": 1,
+    "february": 2,
+    "feb": 2,
+    "march": 3,
+    "mar": 3,
+    "april": 4,
+    "apr": 4,
+    "may": 5,
+    "june": 6,
+    "jun": 6,
+    "july": 7,
+    "jul": 7,
+    "august": 8,
+    "aug": 8,
+    "september": 9,
+    "sept": 9,
+    "sep": 9,
+    "october": 10,
+    "oct": 10,
+    "november": 11,
+    "nov": 11,
+    "december": 12,
     "dec": 12,
 }
 _MONTH_RE: Final = "|".join(sorted(_MONTHS, key=len, reverse=True))
 _SEASON_START: Final[Mapping[str, int]] = {
-    "spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12,
+    "spring": 3,
+    "summer": 6,
+    "autumn": 9,
+    "fall": 9,
+    "winter": 12,
 }
 _SEASON_RE: Final = "spring|summer|autumn|fall|winter"
 _NUMBER_WORDS: Final[Mapping[str, int]] = {
-    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
 }
 _ORDINALS: Final[Mapping[str, int]] = {
-    "first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4,
-    "last": 4, "final": 4,
+    "first": 1,
+    "1st": 1,
+    "second": 2,
+    "2nd": 2,
+    "third": 3,
+    "3rd": 3,
+    "fourth": 4,
+    "4th": 4,
+    "last": 4,
+    "final": 4,
 }
 _PART_SYNONYMS: Final[Mapping[str, str]] = {
-    "early": "early", "mid": "mid", "late": "late", "beginning": "early", "start": "early",
-    "middle": "mid", "end": "late",
+    "early": "early",
+    "mid": "mid",
+    "late": "late",
+    "beginning": "early",
+    "start": "early",
+    "middle": "mid",
+    "end": "late",
 }
 
 # The pre-check: without a digit or one of these words no date expression is possible, so we skip
 # Duckling (most LoCoMo-style questions have none: "When did Caroline go to the group?").
 _PRECHECK: Final = re.compile(
-    r"\d|\b(?:" + _MONTH_RE + "|" + _SEASON_RE
+    r"\d|\b(?:"
+    + _MONTH_RE
+    + "|"
+    + _SEASON_RE
     + r"|mon|monday|tue|tues|tuesday|wed|wednesday|thu|thurs|thursday|fri|friday|sat|saturday"
     r"|sun|sunday|today|tonight|yesterday|tomorrow|ago|weekends?|weeks?|months?|years?|days?"
     r"|decades?|quarters?|fortnight|morning|afternoon|evening|night|noon|midnight|christmas|xmas"
@@ -157,79 +209,332 @@ _PRECHECK: Final = re.compile(
 
 # Duckling bodies that are never a useful date: the reference instant itself, or a grain with no
 # anchor ("the day", Duckling's "this day"), or relative to a narrative time we do not know.
-_STOP_BODIES: Final = frozenset({
-    "now", "right now", "just now", "the day", "the week", "the month", "the year", "next day",
-    "the next day", "a day", "the following day",
-})
+_STOP_BODIES: Final = frozenset(
+    {
+        "now",
+        "right now",
+        "just now",
+        "the day",
+        "the week",
+        "the month",
+        "the year",
+        "next day",
+        "the next day",
+        "a day",
+        "the following day",
+    }
+)
 _AMBIGUOUS_BARE: Final = frozenset({"march", "may", "august"})  # verbs/modals when lowercase
-_WEEKDAY_ABBREVIATIONS: Final = frozenset({"mon", "tue", "tues", "wed", "thu", "thurs", "fri",
-                                           "sat", "sun"})
+_WEEKDAY_ABBREVIATIONS: Final = frozenset({"mon", "tue", "tues", "wed", "thu", "thurs", "fri", "sat", "sun"})
 _PRONOUNS: Final = frozenset({"i", "we", "you", "he", "she", "they", "it", "god", "all", "one"})
 _LEADING_PREPOSITION: Final = re.compile(r"^(?:in|on|at|during|for|of|by|within|throughout)\s+")
 # "3 days ago" said at 10:00 comes back from Duckling at hour grain (10:00 three days ago); a
 # memory about it means the day.
-_DAYS_AGO: Final = re.compile(r"\b(?:days?|weeks?|fortnights?|months?|years?)\s+ago\b",
-                              re.IGNORECASE)
+_DAYS_AGO: Final = re.compile(r"\b(?:days?|weeks?|fortnights?|months?|years?)\s+ago\b", re.IGNORECASE)
 _SEASON_WORD: Final = re.compile(r"\b(?:" + _SEASON_RE + r")\b", re.IGNORECASE)
 # Only small numbers and clock words, no am/pm: "at 5", "9 to 5", "from 2 to 4" are not dates.
 _BARE_CLOCK: Final = re.compile(
     r"^(?:(?:at|around|about|by|from|between|to|till|until|past|after|and|@|-)\s*"
-    r"|\d{1,2}(?:[.:]\d{2})?(?!\d)\s*)+$", re.IGNORECASE)
+    r"|\d{1,2}(?:[.:]\d{2})?(?!\d)\s*)+$",
+    re.IGNORECASE,
+)
 _ORDINAL_DAY: Final = re.compile(r"^(?:on\s+)?(?:the\s+)?\d{1,2}(?:st|nd|rd|th)$", re.IGNORECASE)
-_NOT_DAY_AFTER: Final = frozenset({
-    "floor", "grade", "place", "time", "times", "row", "edition", "anniversary", "birthday",
-    "century", "street", "avenue", "ave", "round", "level", "inning", "period", "attempt", "try",
-    "chapter", "step", "version", "generation", "year", "person", "one", "ones", "team", "book",
-    "season", "episode", "game", "day", "week", "month", "percentile", "amendment",
-})
-_WEEKDAYS: Final = frozenset({"monday", "tuesday", "wednesday", "thursday", "friday", "saturday",
-                              "sunday"})
-_NOT_WEEKDAY_AFTER: Final = frozenset({
-    "school", "kind", "best", "roast", "paper", "papers", "service", "services", "league",
-    "driver", "drivers", "blues", "mass", "comics", "edition", "special", "times",
-})
+_NOT_DAY_AFTER: Final = frozenset(
+    {
+        "floor",
+        "grade",
+        "place",
+        "time",
+        "times",
+        "row",
+        "edition",
+        "anniversary",
+        "birthday",
+        "century",
+        "street",
+        "avenue",
+        "ave",
+        "round",
+        "level",
+        "inning",
+        "period",
+        "attempt",
+        "try",
+        "chapter",
+        "step",
+        "version",
+        "generation",
+        "year",
+        "person",
+        "one",
+        "ones",
+        "team",
+        "book",
+        "season",
+        "episode",
+        "game",
+        "day",
+        "week",
+        "month",
+        "percentile",
+        "amendment",
+    }
+)
+_WEEKDAYS: Final = frozenset({"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"})
+_NOT_WEEKDAY_AFTER: Final = frozenset(
+    {
+        "school",
+        "kind",
+        "best",
+        "roast",
+        "paper",
+        "papers",
+        "service",
+        "services",
+        "league",
+        "driver",
+        "drivers",
+        "blues",
+        "mass",
+        "comics",
+        "edition",
+        "special",
+        "times",
+    }
+)
 # Duckling reads "He turned 21 in March" as 21 March: re-read what follows the number.
 _LEADING_COUNT_IN: Final = re.compile(r"^\d{1,2}\s+(?=in\s)", re.IGNORECASE)
 _BARE_FRACTION: Final = re.compile(r"^\d{1,2}\s*[/-]\s*\d{1,2}$")
 _TINY_YEAR: Final = re.compile(r"\byear\s+-?\d{1,3}\b", re.IGNORECASE)
-_DATE_PREPOSITION_BEFORE: Final = re.compile(r"\b(?:on|since|until|till|by|before|after|from)\s*$",
-                                             re.IGNORECASE)
+_DATE_PREPOSITION_BEFORE: Final = re.compile(
+    r"\b(?:on|since|until|till|by|before|after|from)\s*$", re.IGNORECASE
+)
 _OPEN_PREFIX: Final = re.compile(
-    r"\b(?P<prep>since|after|before|until|till|up\s+to|prior\s+to)\s+$", re.IGNORECASE)
+    r"\b(?P<prep>since|after|before|until|till|up\s+to|prior\s+to)\s+$", re.IGNORECASE
+)
 
 # Bare years: a 4-digit number not glued to other digits, ids or currency ...
 _BARE_YEAR: Final = re.compile(r"(?<![\w#$€£¥.,:/@-])(?P<year>[12]\d{3})(?!\w|[.,:/-]\d|%)")
 # ... not named by a word that makes it an identifier or a count ...
-_NOT_YEAR_BEFORE: Final = frozenset({
-    "port", "ticket", "tickets", "room", "rooms", "id", "no", "nr", "num", "number", "version",
-    "v", "ver", "page", "pages", "p", "pp", "flight", "bus", "route", "apartment", "apt", "suite",
-    "unit", "code", "pin", "extension", "ext", "zip", "model", "order", "invoice", "account",
-    "line", "channel", "gate", "chapter", "step", "item", "issue", "pr", "row", "seat", "table",
-    "level", "floor", "platform", "case", "ref", "reference", "serial", "bug", "build", "error",
-    "house", "street", "box", "lot", "ward", "bed", "exit", "highway", "interstate", "score",
-    "rank", "over", "under", "about", "approximately", "nearly", "almost", "only", "exactly",
-    "had", "have", "has", "with", "got", "get", "sold", "bought", "paid", "cost", "costs",
-    "earned", "spent", "x", "times", "minus", "plus", "#",
-})
-_NOT_YEAR_AFTER: Final = frozenset({
-    "people", "persons", "users", "visitors", "dollars", "euros", "pounds", "usd", "eur", "gbp",
-    "items", "times", "miles", "km", "kilometers", "kilometres", "meters", "metres", "feet", "ft",
-    "words", "pages", "calories", "kcal", "steps", "points", "votes", "members", "students",
-    "employees", "units", "rows", "records", "bytes", "kb", "mb", "gb", "followers", "likes",
-    "views", "copies", "cars", "cats", "dogs", "books", "songs", "photos", "pieces", "guests",
-    "runners", "participants", "hours", "minutes", "seconds", "days", "weeks", "months", "years",
-    "x", "rpm", "mph", "kg", "lbs", "grams", "g",
-})
+_NOT_YEAR_BEFORE: Final = frozenset(
+    {
+        "port",
+        "ticket",
+        "tickets",
+        "room",
+        "rooms",
+        "id",
+        "no",
+        "nr",
+        "num",
+        "number",
+        "version",
+        "v",
+        "ver",
+        "page",
+        "pages",
+        "p",
+        "pp",
+        "flight",
+        "bus",
+        "route",
+        "apartment",
+        "apt",
+        "suite",
+        "unit",
+        "code",
+        "pin",
+        "extension",
+        "ext",
+        "zip",
+        "model",
+        "order",
+        "invoice",
+        "account",
+        "line",
+        "channel",
+        "gate",
+        "chapter",
+        "step",
+        "item",
+        "issue",
+        "pr",
+        "row",
+        "seat",
+        "table",
+        "level",
+        "floor",
+        "platform",
+        "case",
+        "ref",
+        "reference",
+        "serial",
+        "bug",
+        "build",
+        "error",
+        "house",
+        "street",
+        "box",
+        "lot",
+        "ward",
+        "bed",
+        "exit",
+        "highway",
+        "interstate",
+        "score",
+        "rank",
+        "over",
+        "under",
+        "about",
+        "approximately",
+        "nearly",
+        "almost",
+        "only",
+        "exactly",
+        "had",
+        "have",
+        "has",
+        "with",
+        "got",
+        "get",
+        "sold",
+        "bought",
+        "paid",
+        "cost",
+        "costs",
+        "earned",
+        "spent",
+        "x",
+        "times",
+        "minus",
+        "plus",
+        "#",
+    }
+)
+_NOT_YEAR_AFTER: Final = frozenset(
+    {
+        "people",
+        "persons",
+        "users",
+        "visitors",
+        "dollars",
+        "euros",
+        "pounds",
+        "usd",
+        "eur",
+        "gbp",
+        "items",
+        "times",
+        "miles",
+        "km",
+        "kilometers",
+        "kilometres",
+        "meters",
+        "metres",
+        "feet",
+        "ft",
+        "words",
+        "pages",
+        "calories",
+        "kcal",
+        "steps",
+        "points",
+        "votes",
+        "members",
+        "students",
+        "employees",
+        "units",
+        "rows",
+        "records",
+        "bytes",
+        "kb",
+        "mb",
+        "gb",
+        "followers",
+        "likes",
+        "views",
+        "copies",
+        "cars",
+        "cats",
+        "dogs",
+        "books",
+        "songs",
+        "photos",
+        "pieces",
+        "guests",
+        "runners",
+        "participants",
+        "hours",
+        "minutes",
+        "seconds",
+        "days",
+        "weeks",
+        "months",
+        "years",
+        "x",
+        "rpm",
+        "mph",
+        "kg",
+        "lbs",
+        "grams",
+        "g",
+    }
+)
 # ... and introduced like a year: by a temporal word, a determiner, or at a clause start.
-_YEAR_CONTEXT_BEFORE: Final = frozenset({
-    "in", "of", "since", "during", "by", "until", "till", "before", "after", "from", "to",
-    "through", "throughout", "around", "circa", "c", "ca", "year", "early", "mid", "late", "the",
-    "her", "his", "my", "our", "their", "your", "its", "this", "that", "and", "between", "for",
-    "spring", "summer", "autumn", "fall", "winter", "christmas", "easter", "class", "back",
-    "as", "than", "fy", "vintage", "season",
-    *_MONTHS,
-})
-_CLAUSE_START: Final = frozenset('.!?;:,"“”\'‘’([{-–—')
+_YEAR_CONTEXT_BEFORE: Final = frozenset(
+    {
+        "in",
+        "of",
+        "since",
+        "during",
+        "by",
+        "until",
+        "till",
+        "before",
+        "after",
+        "from",
+        "to",
+        "through",
+        "throughout",
+        "around",
+        "circa",
+        "c",
+        "ca",
+        "year",
+        "early",
+        "mid",
+        "late",
+        "the",
+        "her",
+        "his",
+        "my",
+        "our",
+        "their",
+        "your",
+        "its",
+        "this",
+        "that",
+        "and",
+        "between",
+        "for",
+        "spring",
+        "summer",
+        "autumn",
+        "fall",
+        "winter",
+        "christmas",
+        "easter",
+        "class",
+        "back",
+        "as",
+        "than",
+        "fy",
+        "vintage",
+        "season",
+        *_MONTHS,
+    }
+)
+_CLAUSE_START: Final = frozenset(".!?;:,\"“”'‘’([{-–—")
 _PRECEDING_WORD: Final = re.compile(r"([A-Za-z#]+)\.?\s*$")
 _FOLLOWING_WORD: Final = re.compile(r"^\s*([A-Za-z]+)")
 
@@ -307,16 +612,20 @@ def _floor(value: _dt.datetime, grain: DateGrain) -> _dt.datetime:
 
 def _step(value: _dt.datetime, grain: DateGrain, count: int = 1) -> _dt.datetime:
     """``value`` moved by ``count`` grains (calendar-aware for months and longer)."""
-    fixed = {"second": _dt.timedelta(seconds=1), "minute": _dt.timedelta(minutes=1),
-             "hour": _dt.timedelta(hours=1), "day": _ONE_DAY, "week": _dt.timedelta(days=7)}
+    fixed = {
+        "second": _dt.timedelta(seconds=1),
+        "minute": _dt.timedelta(minutes=1),
+        "hour": _dt.timedelta(hours=1),
+        "day": _ONE_DAY,
+        "week": _dt.timedelta(days=7),
+    }
     if grain in fixed:
         return value + fixed[grain] * count
     months = {"month": 1, "quarter": 3, "season": 3, "year": 12, "decade": 120}[grain]
     return _add_months(value, months * count)
 
 
-def _span(start: _dt.datetime, end_exclusive: _dt.datetime,
-          grain: DateGrain | None) -> TimeWindow:
+def _span(start: _dt.datetime, end_exclusive: _dt.datetime, grain: DateGrain | None) -> TimeWindow:
     """The closed window ``[start, end_exclusive - 1µs]``."""
     return TimeWindow(start=start, end=end_exclusive - _ONE_US, grain=grain)
 
@@ -342,8 +651,7 @@ def _as_grain(value: object) -> DateGrain | None:
     return None
 
 
-def _open_ended(prep: str, window: TimeWindow, ref: _dt.datetime,
-                lookback_years: int) -> TimeWindow:
+def _open_ended(prep: str, window: TimeWindow, ref: _dt.datetime, lookback_years: int) -> TimeWindow:
     """Apply "since/after X" (X .. reference) or "before/until X" (lookback .. just before X)."""
     prep = " ".join(prep.lower().split())
     if prep in ("since", "after"):
@@ -387,8 +695,7 @@ def _runtime(tz_db_path: str) -> _DucklingRuntime | None:
             try:
                 _RUNTIMES[tz_db_path] = _load_runtime(tz_db_path)
             except Exception:  # a retain must never crash on dates: fall back to the rules
-                _LOG.warning("Duckling could not be loaded; only regex date rules will run",
-                             exc_info=True)
+                _LOG.warning("Duckling could not be loaded; only regex date rules will run", exc_info=True)
                 _RUNTIMES[tz_db_path] = None
         return _RUNTIMES[tz_db_path]
 
@@ -440,9 +747,13 @@ def _anchor(occurrence: Any) -> _dt.datetime:
     return _parse_instant(bound["value"])
 
 
-def _occurrence_window(occurrence: Mapping[str, Any], ref: _dt.datetime, lookback_years: int,
-                       shift: Callable[[_dt.datetime], _dt.datetime],
-                       point: bool = False) -> TimeWindow | None:
+def _occurrence_window(
+    occurrence: Mapping[str, Any],
+    ref: _dt.datetime,
+    lookback_years: int,
+    shift: Callable[[_dt.datetime], _dt.datetime],
+    point: bool = False,
+) -> TimeWindow | None:
     """One Duckling occurrence as a closed window, its instants moved by ``shift``."""
     if occurrence.get("type") == "value":
         grain = _as_grain(occurrence.get("grain"))
@@ -477,8 +788,9 @@ def _unchanged(value: _dt.datetime) -> _dt.datetime:
     return value
 
 
-def _duckling_window(value: Mapping[str, Any], ref: _dt.datetime, lookback_years: int,
-                     point: bool = False) -> TimeWindow | None:
+def _duckling_window(
+    value: Mapping[str, Any], ref: _dt.datetime, lookback_years: int, point: bool = False
+) -> TimeWindow | None:
     """Resolve a Duckling value, stepping recurring ones back until they start by ``ref``."""
     occurrences = value.get("values") or [value]
     window = _occurrence_window(value, ref, lookback_years, _unchanged, point)
@@ -487,8 +799,9 @@ def _duckling_window(value: Mapping[str, Any], ref: _dt.datetime, lookback_years
         return window
     for times in range(1, 4):  # 3 steps: a day-of-month may skip a short month ("the 31st")
         try:
-            shifted = _occurrence_window(value, ref, lookback_years,
-                                         functools.partial(period.back, times=times), point)
+            shifted = _occurrence_window(
+                value, ref, lookback_years, functools.partial(period.back, times=times), point
+            )
         except ValueError:
             continue
         if shifted is not None and shifted.start <= ref:
@@ -507,7 +820,7 @@ def _reject_duckling(body: str, text: str, start: int, end: int, grain: str | No
         return True
     if lowered in _WEEKDAY_ABBREVIATIONS:
         return True  # "I sat on the sofa", "the sun"
-    following = _FOLLOWING_WORD.match(text[end:end + 30])
+    following = _FOLLOWING_WORD.match(text[end : end + 30])
     next_word = following.group(1).lower() if following else None
     if _ORDINAL_DAY.match(lowered) and next_word in _NOT_DAY_AFTER:
         return True  # "on the 5th floor"
@@ -518,8 +831,9 @@ def _reject_duckling(body: str, text: str, start: int, end: int, grain: str | No
             return True  # "they march on", "you may go"
         if next_word in _PRONOUNS:
             return True  # "May I ask", "May we come in"
-    return bool(_BARE_FRACTION.match(body)
-                and not _DATE_PREPOSITION_BEFORE.search(text[max(0, start - 8):start]))
+    return bool(
+        _BARE_FRACTION.match(body) and not _DATE_PREPOSITION_BEFORE.search(text[max(0, start - 8) : start])
+    )
 
 
 _SENTENCE_BREAK: Final = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"“'(])|\n+")
@@ -532,8 +846,10 @@ def _chunks(text: str, max_chars: int) -> Iterator[tuple[int, str]]:
     bounds = [m.start() for m in _SENTENCE_BREAK.finditer(text)] + [len(text)]
     for bound in bounds:
         while bound - start > max_chars:
-            cut = max((m.start() for m in _SOFT_BREAK.finditer(text, start + 1, start + max_chars)),
-                      default=start + max_chars)
+            cut = max(
+                (m.start() for m in _SOFT_BREAK.finditer(text, start + 1, start + max_chars)),
+                default=start + max_chars,
+            )
             yield start, text[start:cut]
             start = cut
         if bound > start:
@@ -541,8 +857,11 @@ def _chunks(text: str, max_chars: int) -> Iterator[tuple[int, str]]:
         start = bound
 
 
-def _all_duckling_candidates(text: str, ref: _dt.datetime, parser: DucklingDateParser,
-                             ) -> list[_Candidate]:
+def _all_duckling_candidates(
+    text: str,
+    ref: _dt.datetime,
+    parser: DucklingDateParser,
+) -> list[_Candidate]:
     """Duckling's matches over ``text``, one sentence (or piece of one) at a time."""
     candidates: list[_Candidate] = []
     pieces = (c for c in _chunks(text, parser.duckling_chunk_chars) if _PRECHECK.search(c[1]))
@@ -551,8 +870,9 @@ def _all_duckling_candidates(text: str, ref: _dt.datetime, parser: DucklingDateP
     return candidates
 
 
-def _duckling_candidates(text: str, ref: _dt.datetime, parser: DucklingDateParser,
-                         offset: int = 0, reread: bool = True) -> list[_Candidate]:
+def _duckling_candidates(
+    text: str, ref: _dt.datetime, parser: DucklingDateParser, offset: int = 0, reread: bool = True
+) -> list[_Candidate]:
     """Duckling's filtered matches; ``offset`` places ``text`` in the caller's whole text."""
     try:
         raw = json.loads(_call_duckling(text, ref, parser.tz_db_path))
@@ -564,14 +884,12 @@ def _duckling_candidates(text: str, ref: _dt.datetime, parser: DucklingDateParse
         try:
             body, start, end = item["body"], int(item["start"]), int(item["end"])
             value = item["value"]
-            if not isinstance(body, str) or _reject_duckling(body, text, start, end,
-                                                             value.get("grain")):
+            if not isinstance(body, str) or _reject_duckling(body, text, start, end, value.get("grain")):
                 continue
             count = _LEADING_COUNT_IN.match(body)
             if count is not None and reread:
                 inner = start + count.end()
-                candidates += _duckling_candidates(text[inner:end], ref, parser,
-                                                   offset + inner, reread=False)
+                candidates += _duckling_candidates(text[inner:end], ref, parser, offset + inner, reread=False)
                 continue
             # A lone "from X" is mostly "moved from X" / "from 4 years ago": X itself, not
             # "X until now" (which "since X" says).
@@ -582,8 +900,11 @@ def _duckling_candidates(text: str, ref: _dt.datetime, parser: DucklingDateParse
         except Exception:  # one bad entity (odd JSON, year 0, overflow) drops only itself
             continue
         if window is not None:
-            candidates.append(_Candidate(start_char=start + offset, end_char=end + offset,
-                                         window=window, priority=_PRIO_DUCKLING))
+            candidates.append(
+                _Candidate(
+                    start_char=start + offset, end_char=end + offset, window=window, priority=_PRIO_DUCKLING
+                )
+            )
     return candidates
 
 
@@ -800,56 +1121,132 @@ def _rule_rolling(m: re.Match[str], ref: _dt.datetime) -> TimeWindow | None:
     if unit in ("day", "week"):
         start = day - _dt.timedelta(days=count * (7 if unit == "week" else 1))
     else:
-        start = _add_months(day.replace(day=min(day.day, 28)), -count * (12 if unit == "year"
-                                                                          else 1))
+        start = _add_months(day.replace(day=min(day.day, 28)), -count * (12 if unit == "year" else 1))
         start = start.replace(day=day.day) if day.day <= 28 else start
     return TimeWindow(start=start, end=ref, grain=cast(DateGrain, unit))
 
 
 _FLAGS: Final = re.IGNORECASE
-_PART: Final = (r"(?:(?P<part>early|mid|late)(?:\s*-\s*|\s+)"
-                r"|the\s+(?P<part2>beginning|start|middle|end)\s+of\s+)")
-_COUNT: Final = (r"\d{1,3}|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"
-                 r"|(?:a\s+)?couple(?:\s+of)?|(?:a\s+)?few|several")
+_PART: Final = (
+    r"(?:(?P<part>early|mid|late)(?:\s*-\s*|\s+)"
+    r"|the\s+(?P<part2>beginning|start|middle|end)\s+of\s+)"
+)
+_COUNT: Final = (
+    r"\d{1,3}|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"
+    r"|(?:a\s+)?couple(?:\s+of)?|(?:a\s+)?few|several"
+)
 
 # (pattern, resolver, honours a since/before prefix). Order does not matter: overlaps between
 # rule matches are settled by length.
 _RULES: Final[tuple[tuple[re.Pattern[str], _RuleFn, bool], ...]] = (
-    (re.compile(r"\b(?:the\s+)?(?P<season>" + _SEASON_RE + r")\s+before\s+last\b", _FLAGS),
-     _rule_season_before_last, True),
-    (re.compile(r"\b(?P<rel>this|last|next|past|previous|coming)\s+(?P<season>" + _SEASON_RE
-                + r")\b", _FLAGS), _rule_season_relative, True),
-    (re.compile(r"\b(?:the\s+)?(?P<season>" + _SEASON_RE + r")\s+(?:of\s+)?(?P<year>[12]\d{3})\b",
-                _FLAGS), _rule_season_year, True),
-    (re.compile(r"\b(?P<prep>in|during|over|through|throughout|since|until|till|by|before|after)"
-                r"\s+(?:the\s+)?(?P<season>" + _SEASON_RE + r")\b(?!\s+(?:of|before)\b)", _FLAGS),
-     _rule_season_bare, True),
-    (re.compile(_PART + r"(?:(?P<year>[12]\d{3})|(?P<rel>this|last|next)\s+year)\b(?!s)", _FLAGS),
-     _rule_part_year, True),
-    (re.compile(_PART + r"(?P<month>" + _MONTH_RE + r")\.?"
-                r"(?:\s*,?\s*(?:of\s+)?(?P<year>[12]\d{3}))?\b", _FLAGS), _rule_part_month, True),
-    (re.compile(_PART + r"(?P<rel>this|last|next)\s+month\b", _FLAGS),
-     _rule_part_relative_month, True),
-    (re.compile(r"\bthe\s+(?:(?P<part>early|mid|late)(?:\s*-\s*|\s+))?"
-                r"(?P<decade>(?:1[0-9]|20)[0-9]0|'?[0-9]0)'?s\b", _FLAGS), _rule_decade, True),
-    (re.compile(r"\bQ(?P<q>[1-4])\b(?:\s*(?:of\s+|/|-)?\s*(?P<year>[12]\d{3}|'\d{2})\b)?", _FLAGS),
-     _rule_quarter, True),
+    (
+        re.compile(r"\b(?:the\s+)?(?P<season>" + _SEASON_RE + r")\s+before\s+last\b", _FLAGS),
+        _rule_season_before_last,
+        True,
+    ),
+    (
+        re.compile(
+            r"\b(?P<rel>this|last|next|past|previous|coming)\s+(?P<season>" + _SEASON_RE + r")\b", _FLAGS
+        ),
+        _rule_season_relative,
+        True,
+    ),
+    (
+        re.compile(r"\b(?:the\s+)?(?P<season>" + _SEASON_RE + r")\s+(?:of\s+)?(?P<year>[12]\d{3})\b", _FLAGS),
+        _rule_season_year,
+        True,
+    ),
+    (
+        re.compile(
+            r"\b(?P<prep>in|during|over|through|throughout|since|until|till|by|before|after)"
+            r"\s+(?:the\s+)?(?P<season>" + _SEASON_RE + r")\b(?!\s+(?:of|before)\b)",
+            _FLAGS,
+        ),
+        _rule_season_bare,
+        True,
+    ),
+    (
+        re.compile(_PART + r"(?:(?P<year>[12]\d{3})|(?P<rel>this|last|next)\s+year)\b(?!s)", _FLAGS),
+        _rule_part_year,
+        True,
+    ),
+    (
+        re.compile(
+            _PART + r"(?P<month>" + _MONTH_RE + r")\.?"
+            r"(?:\s*,?\s*(?:of\s+)?(?P<year>[12]\d{3}))?\b",
+            _FLAGS,
+        ),
+        _rule_part_month,
+        True,
+    ),
+    (re.compile(_PART + r"(?P<rel>this|last|next)\s+month\b", _FLAGS), _rule_part_relative_month, True),
+    (
+        re.compile(
+            r"\bthe\s+(?:(?P<part>early|mid|late)(?:\s*-\s*|\s+))?"
+            r"(?P<decade>(?:1[0-9]|20)[0-9]0|'?[0-9]0)'?s\b",
+            _FLAGS,
+        ),
+        _rule_decade,
+        True,
+    ),
+    (
+        re.compile(r"\bQ(?P<q>[1-4])\b(?:\s*(?:of\s+|/|-)?\s*(?P<year>[12]\d{3}|'\d{2})\b)?", _FLAGS),
+        _rule_quarter,
+        True,
+    ),
     (re.compile(r"\b(?P<year>[12]\d{3})[\s-]?Q(?P<q>[1-4])\b", _FLAGS), _rule_quarter, True),
-    (re.compile(r"\b(?:the\s+)?(?P<ord>first|second|third|fourth|1st|2nd|3rd|4th|last|final)\s+"
-                r"quarter\b(?:\s+of\s+(?:(?P<year>[12]\d{3})|(?P<rel>this|last|next)\s+year))?",
-                _FLAGS), _rule_quarter_ordinal, True),
+    (
+        re.compile(
+            r"\b(?:the\s+)?(?P<ord>first|second|third|fourth|1st|2nd|3rd|4th|last|final)\s+"
+            r"quarter\b(?:\s+of\s+(?:(?P<year>[12]\d{3})|(?P<rel>this|last|next)\s+year))?",
+            _FLAGS,
+        ),
+        _rule_quarter_ordinal,
+        True,
+    ),
     # Duckling reads "from 2019 to 2021" as "from 2019" (open-ended).
-    (re.compile(r"\b(?:from|between)\s+(?P<y1>[12]\d{3})\s*(?:to|and|until|till|through|-|–)\s*"
-                r"(?P<y2>[12]\d{3})\b", _FLAGS), _rule_year_range, False),
-    (re.compile(r"\b(?:the\s+)?(?P<unit>week|weekend|month|year)\s+before\s+last\b", _FLAGS),
-     _rule_before_last, True),
-    (re.compile(r"\b(?:(?P<rel>this|last|past|previous)\s+|(?:over|on|during|at)\s+the\s+)"
-                r"weekend\b", _FLAGS), _rule_weekend, True),
-    (re.compile(r"\b(?:a\s+)?(?P<q>couple|few|several)\s+(?:of\s+)?(?P<unit>day|week|month|year)s"
-                r"\s+ago\b", _FLAGS), _rule_fuzzy_ago, False),
-    (re.compile(r"\b(?:(?:in|over|during|within|for)\s+)?(?P<the>the\s+)?(?:past|last|previous)"
-                r"\s+(?:(?P<n>" + _COUNT + r")\s+)?(?P<unit>day|week|month|year)(?P<plural>s)?\b"
-                r"(?!\s+(?:of|before|ago)\b)", _FLAGS), _rule_rolling, False),
+    (
+        re.compile(
+            r"\b(?:from|between)\s+(?P<y1>[12]\d{3})\s*(?:to|and|until|till|through|-|–)\s*"
+            r"(?P<y2>[12]\d{3})\b",
+            _FLAGS,
+        ),
+        _rule_year_range,
+        False,
+    ),
+    (
+        re.compile(r"\b(?:the\s+)?(?P<unit>week|weekend|month|year)\s+before\s+last\b", _FLAGS),
+        _rule_before_last,
+        True,
+    ),
+    (
+        re.compile(
+            r"\b(?:(?P<rel>this|last|past|previous)\s+|(?:over|on|during|at)\s+the\s+)"
+            r"weekend\b",
+            _FLAGS,
+        ),
+        _rule_weekend,
+        True,
+    ),
+    (
+        re.compile(
+            r"\b(?:a\s+)?(?P<q>couple|few|several)\s+(?:of\s+)?(?P<unit>day|week|month|year)s"
+            r"\s+ago\b",
+            _FLAGS,
+        ),
+        _rule_fuzzy_ago,
+        False,
+    ),
+    (
+        re.compile(
+            r"\b(?:(?:in|over|during|within|for)\s+)?(?P<the>the\s+)?(?:past|last|previous)"
+            r"\s+(?:(?P<n>" + _COUNT + r")\s+)?(?P<unit>day|week|month|year)(?P<plural>s)?\b"
+            r"(?!\s+(?:of|before|ago)\b)",
+            _FLAGS,
+        ),
+        _rule_rolling,
+        False,
+    ),
 )
 
 
@@ -862,8 +1259,7 @@ def _rule_candidates(text: str, ref: _dt.datetime, lookback_years: int) -> list[
                 start = match.start()
                 if window is not None and open_ended:
                     prep = match.groupdict().get("prep")
-                    if prep is None or prep.lower() not in ("since", "until", "till", "before",
-                                                            "after"):
+                    if prep is None or prep.lower() not in ("since", "until", "till", "before", "after"):
                         prefix = _OPEN_PREFIX.search(text, max(0, start - 12), start)
                         if prefix is not None:
                             prep, start = prefix["prep"], prefix.start()
@@ -874,25 +1270,25 @@ def _rule_candidates(text: str, ref: _dt.datetime, lookback_years: int) -> list[
             except (ValueError, KeyError, OverflowError):
                 continue  # an impossible date ("winter 9999") is no date
             if window is not None:
-                candidates.append(_Candidate(start_char=start, end_char=match.end(),
-                                             window=window, priority=_PRIO_RULE))
+                candidates.append(
+                    _Candidate(start_char=start, end_char=match.end(), window=window, priority=_PRIO_RULE)
+                )
     return candidates
 
 
-def _bare_year_candidates(text: str, ref: _dt.datetime, min_year: int,
-                          max_year: int) -> list[_Candidate]:
+def _bare_year_candidates(text: str, ref: _dt.datetime, min_year: int, max_year: int) -> list[_Candidate]:
     """Four-digit years with no other date words around, if they read like a year."""
     candidates: list[_Candidate] = []
     for match in _BARE_YEAR.finditer(text):
         year = int(match["year"])
         if not min_year <= year <= max_year:
             continue
-        before = text[max(0, match.start() - 40):match.start()]
+        before = text[max(0, match.start() - 40) : match.start()]
         word = _PRECEDING_WORD.search(before)
         previous = word.group(1).lower() if word else None
         if previous in _NOT_YEAR_BEFORE:
             continue
-        following = _FOLLOWING_WORD.match(text[match.end():match.end() + 40])
+        following = _FOLLOWING_WORD.match(text[match.end() : match.end() + 40])
         if following and following.group(1).lower() in _NOT_YEAR_AFTER:
             continue
         stripped = before.rstrip()
@@ -900,16 +1296,18 @@ def _bare_year_candidates(text: str, ref: _dt.datetime, min_year: int,
         if not at_clause_start and previous not in _YEAR_CONTEXT_BEFORE:
             continue  # "We had 2023 visitors"
         window = _grain_window(_dt.datetime(year, 1, 1, tzinfo=_dt.UTC), "year")
-        candidates.append(_Candidate(start_char=match.start(), end_char=match.end(),
-                                     window=window, priority=_PRIO_BARE_YEAR))
+        candidates.append(
+            _Candidate(
+                start_char=match.start(), end_char=match.end(), window=window, priority=_PRIO_BARE_YEAR
+            )
+        )
     return candidates
 
 
 def _settle(candidates: Sequence[_Candidate]) -> Iterator[_Candidate]:
     """Keep the best of overlapping candidates: higher priority, then longer, then earlier."""
     taken: list[tuple[int, int]] = []
-    ranked = sorted(candidates, key=lambda c: (-c.priority, c.start_char - c.end_char,
-                                               c.start_char))
+    ranked = sorted(candidates, key=lambda c: (-c.priority, c.start_char - c.end_char, c.start_char))
     for candidate in ranked:
         if all(candidate.end_char <= s or candidate.start_char >= e for s, e in taken):
             taken.append((candidate.start_char, candidate.end_char))
@@ -975,8 +1373,11 @@ class DucklingDateParser:
         if len(mentions) == 1:
             return mentions[0].window
         windows = [m.window for m in mentions]
-        return TimeWindow(start=min(w.start for w in windows), end=max(w.end for w in windows),
-                          grain=_coarsest([w.grain for w in windows]))
+        return TimeWindow(
+            start=min(w.start for w in windows),
+            end=max(w.end for w in windows),
+            grain=_coarsest([w.grain for w in windows]),
+        )
 
     def event_window(self, text: str, mentioned_at: _dt.datetime) -> TimeWindow | None:
         """The window a memory's text is about: its most specific date mention, or None.
@@ -992,8 +1393,7 @@ class DucklingDateParser:
         mentions = self.parse_dates(text, mentioned_at)
         if not mentions:
             return None
-        best = min(mentions, key=lambda m: (m.window.grain in _SUB_DAY, m.window.span,
-                                            m.start_char))
+        best = min(mentions, key=lambda m: (m.window.grain in _SUB_DAY, m.window.span, m.start_char))
         return best.window
 
     def _parse(self, text: str, ref: _dt.datetime) -> list[DateMention]:
@@ -1008,11 +1408,14 @@ class DucklingDateParser:
         candidates = _rule_candidates(text, ref, self.open_ended_lookback_years)
         if self.use_duckling:
             candidates += _all_duckling_candidates(text, ref, self)
-        candidates += _bare_year_candidates(text, ref, max(self.bare_year_min, self.min_year),
-                                            max_year)
+        candidates += _bare_year_candidates(text, ref, max(self.bare_year_min, self.min_year), max_year)
         mentions = [
-            DateMention(text=text[c.start_char:c.end_char], window=c.window,
-                        start_char=c.start_char, end_char=c.end_char)
+            DateMention(
+                text=text[c.start_char : c.end_char],
+                window=c.window,
+                start_char=c.start_char,
+                end_char=c.end_char,
+            )
             for c in _settle(candidates)
             if self.min_year <= c.window.start.year <= max_year
         ]

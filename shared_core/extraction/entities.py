@@ -57,15 +57,27 @@ __all__ = [
 
 # --- constants -----------------------------------------------------------------------------------
 
+
 def _word_set(words: str) -> frozenset[str]:
     return frozenset(words.split())
 
 
 #: NER labels kept. Dates, times, quantities, money, percentages and ordinals are handled by the
 #: date parser or are not entities a memory graph should link on.
-DEFAULT_ENTITY_LABELS: Final[frozenset[str]] = frozenset({
-    "PERSON", "ORG", "GPE", "LOC", "FAC", "PRODUCT", "EVENT", "WORK_OF_ART", "NORP", "LANGUAGE",
-})
+DEFAULT_ENTITY_LABELS: Final[frozenset[str]] = frozenset(
+    {
+        "PERSON",
+        "ORG",
+        "GPE",
+        "LOC",
+        "FAC",
+        "PRODUCT",
+        "EVENT",
+        "WORK_OF_ART",
+        "NORP",
+        "LANGUAGE",
+    }
+)
 #: Label given to mentions found by the proper-noun fallback rather than by NER.
 FALLBACK_LABEL: Final = "PROPN"
 #: Texts per ``nlp.pipe`` batch. Throughput on LoCoMo turns is flat from 128 to 512 (about 5%
@@ -119,19 +131,49 @@ _SENTENCE_END: Final = frozenset({".", "!", "?", "…", "...", "!!", "??", "?!",
 # the back-quoted contractions ("I`m") chat text is full of.
 _NAME_TOKEN: Final = re.compile(r"[^\W_][\w.'’&+-]*")
 # Corporate suffixes dropped from match keys ("Google Inc." is "Google").
-_CORPORATE_SUFFIXES: Final = frozenset({
-    "inc", "incorporated", "corp", "corporation", "co", "company", "ltd", "limited", "llc",
-    "plc", "gmbh", "ag", "sa", "lp", "llp",
-})
+_CORPORATE_SUFFIXES: Final = frozenset(
+    {
+        "inc",
+        "incorporated",
+        "corp",
+        "corporation",
+        "co",
+        "company",
+        "ltd",
+        "limited",
+        "llc",
+        "plc",
+        "gmbh",
+        "ag",
+        "sa",
+        "lp",
+        "llp",
+    }
+)
 _ARTICLES: Final = frozenset({"the", "a", "an"})
 # Final words after which a trailing period belongs to the name.
-_DOTTED_ABBREVIATIONS: Final = frozenset({
-    "inc", "co", "corp", "ltd", "jr", "sr", "st", "mt", "dr", "mr", "mrs", "ms", "bros",
-})
+_DOTTED_ABBREVIATIONS: Final = frozenset(
+    {
+        "inc",
+        "co",
+        "corp",
+        "ltd",
+        "jr",
+        "sr",
+        "st",
+        "mt",
+        "dr",
+        "mr",
+        "mrs",
+        "ms",
+        "bros",
+    }
+)
 _POSSESSIVE: Final = re.compile(r"(?:(?<=\w)|^)['’]s$|(?<=s)['’]$", re.IGNORECASE)
 
 
 # --- names and keys ------------------------------------------------------------------------------
+
 
 def canonicalize_entity_name(name: str) -> str:
     """Return the display form of an entity name.
@@ -196,6 +238,7 @@ def entity_match_key(name: str) -> str:
 
 # --- pg_trgm similarity --------------------------------------------------------------------------
 
+
 def trigram_set(text: str) -> frozenset[str]:
     """The trigrams of ``text`` as pg_trgm's ``show_trgm`` computes them.
 
@@ -208,7 +251,7 @@ def trigram_set(text: str) -> frozenset[str]:
     grams: set[str] = set()
     for word in re.findall(r"[^\W_]+", text.lower()):
         padded = f"  {word} "
-        grams.update(padded[i:i + 3] for i in range(len(padded) - 2))
+        grams.update(padded[i : i + 3] for i in range(len(padded) - 2))
     return frozenset(grams)
 
 
@@ -229,6 +272,7 @@ def trigram_similarity(a: str, b: str) -> float:
 
 
 # --- in-batch resolution -------------------------------------------------------------------------
+
 
 @dataclass(frozen=True, slots=True)
 class _KeyGroup:
@@ -402,13 +446,13 @@ def _pipeline(model: str) -> _LoadedPipeline:
         if "senter" in nlp.disabled and "parser" not in nlp.pipe_names:
             nlp.enable_pipe("senter")
         common, non_noun = _word_lists(nlp)
-        loaded = _LoadedPipeline(nlp=nlp, lock=threading.Lock(), common=common,
-                                 non_noun=non_noun)
+        loaded = _LoadedPipeline(nlp=nlp, lock=threading.Lock(), common=common, non_noun=non_noun)
         _PIPELINES[model] = loaded
         return loaded
 
 
 # --- extraction ----------------------------------------------------------------------------------
+
 
 def _is_filler(token: Token) -> bool:
     """True for tokens that may not start or end a name."""
@@ -416,8 +460,13 @@ def _is_filler(token: Token) -> bool:
     if not _NAME_TOKEN.fullmatch(text) or not any(c.isalpha() for c in text):
         return True
     lower = text.lower()
-    return (lower in _CHAT_WORDS or lower in _PRONOUN_LIKE or lower in _CALENDAR_WORDS
-            or token.is_stop or _CHAT_PATTERN.fullmatch(lower) is not None)
+    return (
+        lower in _CHAT_WORDS
+        or lower in _PRONOUN_LIKE
+        or lower in _CALENDAR_WORDS
+        or token.is_stop
+        or _CHAT_PATTERN.fullmatch(lower) is not None
+    )
 
 
 def _trim(tokens: Sequence[Token]) -> Sequence[Token]:
@@ -441,9 +490,15 @@ def _sentence_initial(token: Token) -> bool:
 def _inflection_bases(word: str) -> Iterator[str]:
     """The word and the bases it may inflect ("dogs" -> "dog", "kayaking" -> "kayak")."""
     yield word
-    for suffix, replacements in (("ies", ("y",)), ("es", ("", "e")), ("s", ("",)),
-                                 ("ing", ("", "e")), ("ed", ("", "e")), ("er", ("", "e")),
-                                 ("est", ("", "e"))):
+    for suffix, replacements in (
+        ("ies", ("y",)),
+        ("es", ("", "e")),
+        ("s", ("",)),
+        ("ing", ("", "e")),
+        ("ed", ("", "e")),
+        ("er", ("", "e")),
+        ("est", ("", "e")),
+    ):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             stem = word[: -len(suffix)]
             for rep in replacements:
@@ -528,8 +583,9 @@ class SpacyEntityExtractor:
         pieces = [(i, piece) for i, text in cleaned for piece in _split(text, limit)]
         seen: list[set[str]] = [set() for _ in texts]
         with loaded.lock:
-            docs = loaded.nlp.pipe((p for _, p in pieces), batch_size=self._batch_size,
-                                   n_process=self._n_process)
+            docs = loaded.nlp.pipe(
+                (p for _, p in pieces), batch_size=self._batch_size, n_process=self._n_process
+            )
             for (index, _), doc in zip(pieces, docs, strict=True):
                 for mention in self._mentions(doc, loaded):
                     key = entity_match_key(mention.name)
@@ -555,7 +611,7 @@ class SpacyEntityExtractor:
             trimmed = _trim(run)
             if not trimmed or not self._keep_run(trimmed, loaded):
                 continue
-            name = self._name(doc[trimmed[0].i:trimmed[-1].i + 1], trimmed)
+            name = self._name(doc[trimmed[0].i : trimmed[-1].i + 1], trimmed)
             if name:
                 fallback.append(EntityMention(name=name, label=FALLBACK_LABEL))
         return ner + fallback
@@ -563,7 +619,7 @@ class SpacyEntityExtractor:
     def _name(self, span: Span, tokens: Sequence[Token]) -> str:
         if not tokens:
             return ""
-        text = span.doc[tokens[0].i:tokens[-1].i + 1].text
+        text = span.doc[tokens[0].i : tokens[-1].i + 1].text
         if not self._keep_lowercase and not any(c.isupper() for c in text):
             return ""
         return canonicalize_entity_name(text)
@@ -590,8 +646,12 @@ class SpacyEntityExtractor:
 def _proper_noun_runs(doc: Doc, covered: bytearray) -> Iterator[list[Token]]:
     run: list[Token] = []
     for token in doc:
-        if (not covered[token.i] and (token.tag_ in _PROPER_NOUN_TAGS or token.pos_ == "PROPN")
-                and any(c.isupper() for c in token.text) and not token.is_space):
+        if (
+            not covered[token.i]
+            and (token.tag_ in _PROPER_NOUN_TAGS or token.pos_ == "PROPN")
+            and any(c.isupper() for c in token.text)
+            and not token.is_space
+        ):
             run.append(token)
             continue
         if run:

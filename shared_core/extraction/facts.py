@@ -111,13 +111,15 @@ Reply with JSON only, in this shape:
 
 # --- structured output --------------------------------------------------------------------------
 
+
 class CausalRelation(BaseModel):
     """A causal link from the fact that holds it to another fact of the same list."""
 
     target_fact_index: int = Field(description="0-based index of the other fact in `facts`.")
     relation_type: RelationType = Field(
         description="caused_by: this fact was caused by the target; causes: this fact caused "
-                    "the target; enables / prevents: this fact enables / prevents the target.")
+        "the target; enables / prevents: this fact enables / prevents the target."
+    )
 
 
 class ExtractedFact(BaseModel):
@@ -125,17 +127,21 @@ class ExtractedFact(BaseModel):
 
     text: str = Field(description="The fact as one self-contained third-person statement.")
     fact_type: Literal["world", "experience"] = Field(
-        default="world",
-        description="experience: something the speaker did or lived; world: anything else.")
-    entities: list[str] = Field(default_factory=list,
-                                description="People, organisations, places, products named.")
+        default="world", description="experience: something the speaker did or lived; world: anything else."
+    )
+    entities: list[str] = Field(
+        default_factory=list, description="People, organisations, places, products named."
+    )
     occurred_start: str | None = Field(
-        default=None, description="When it started: absolute ISO 8601 date or null.")
+        default=None, description="When it started: absolute ISO 8601 date or null."
+    )
     occurred_end: str | None = Field(
-        default=None, description="When it ended: absolute ISO 8601 date or null.")
+        default=None, description="When it ended: absolute ISO 8601 date or null."
+    )
     causal_relations: list[CausalRelation] = Field(default_factory=list)
     source_index: int | None = Field(
-        default=None, description="Number of the input text the fact comes from.")
+        default=None, description="Number of the input text the fact comes from."
+    )
 
 
 class FactList(BaseModel):
@@ -152,11 +158,13 @@ class FactExtractor(Protocol):
     returned list.
     """
 
-    def extract_facts(self, texts: Sequence[str], *, mentioned_at: _dt.datetime | None = None,
-                      context: str | None = None) -> list[MemoryItem]: ...
+    def extract_facts(
+        self, texts: Sequence[str], *, mentioned_at: _dt.datetime | None = None, context: str | None = None
+    ) -> list[MemoryItem]: ...
 
 
 # --- lenient conversion -------------------------------------------------------------------------
+
 
 class _Unreadable(ValueError):
     """The reply has no readable facts; carries the reason (made into FactExtractionError)."""
@@ -193,8 +201,9 @@ def _message_text(message: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        parts = [p if isinstance(p, str) else p.get("text", "") if isinstance(p, Mapping) else ""
-                 for p in content]
+        parts = [
+            p if isinstance(p, str) else p.get("text", "") if isinstance(p, Mapping) else "" for p in content
+        ]
         return "".join(str(p) for p in parts)
     return str(content)
 
@@ -224,13 +233,11 @@ def _parse_when(value: Any) -> tuple[_dt.datetime, _dt.datetime] | None:
     try:
         if _YEAR.fullmatch(text):
             year = int(text)
-            return (_dt.datetime(year, 1, 1, tzinfo=_dt.UTC),
-                    _end_of_day(_dt.date(year, 12, 31)))
+            return (_dt.datetime(year, 1, 1, tzinfo=_dt.UTC), _end_of_day(_dt.date(year, 12, 31)))
         if month := _MONTH.fullmatch(text):
             year, mon = int(month.group(1)), int(month.group(2))
             last = calendar.monthrange(year, mon)[1]
-            return (_dt.datetime(year, mon, 1, tzinfo=_dt.UTC),
-                    _end_of_day(_dt.date(year, mon, last)))
+            return (_dt.datetime(year, mon, 1, tzinfo=_dt.UTC), _end_of_day(_dt.date(year, mon, last)))
         if len(text) == 10:
             day = _dt.date.fromisoformat(text)
             return _dt.datetime.combine(day, _dt.time.min, tzinfo=_dt.UTC), _end_of_day(day)
@@ -278,8 +285,14 @@ def _index(value: Any) -> int | None:
     return None
 
 
-def _convert(facts: list[Any], *, mentioned_at: _dt.datetime | None, context: str | None,
-             text_indexes: Sequence[int], fact_offset: int) -> list[MemoryItem]:
+def _convert(
+    facts: list[Any],
+    *,
+    mentioned_at: _dt.datetime | None,
+    context: str | None,
+    text_indexes: Sequence[int],
+    fact_offset: int,
+) -> list[MemoryItem]:
     """Checked items from one reply's facts; indexes shifted by ``fact_offset``."""
     kept: list[Mapping[str, Any]] = []
     renumber: dict[int, int] = {}
@@ -296,8 +309,7 @@ def _convert(facts: list[Any], *, mentioned_at: _dt.datetime | None, context: st
         relations = raw.get("causal_relations")
         for relation in relations if isinstance(relations, list) else []:
             kind = relation.get("relation_type") if isinstance(relation, Mapping) else None
-            target = _index(relation.get("target_fact_index")) \
-                if isinstance(relation, Mapping) else None
+            target = _index(relation.get("target_fact_index")) if isinstance(relation, Mapping) else None
             new_target = renumber.get(target) if target is not None else None
             if kind not in _RELATION_TYPES or new_target is None or new_target == local:
                 _log.debug("dropping causal relation %r of fact %d", relation, local)
@@ -314,20 +326,31 @@ def _convert(facts: list[Any], *, mentioned_at: _dt.datetime | None, context: st
         elif source is not None and 0 <= source < len(text_indexes):
             metadata["source_text_index"] = text_indexes[source]
         start, end = _dates(raw)
-        items.append(MemoryItem(
-            text=str(raw["text"]).replace("\x00", "").strip(), context=context,
-            fact_type=fact_type if fact_type in _EXTRACTED_FACT_TYPES else "world",
-            occurred_start=start, occurred_end=end, mentioned_at=mentioned_at,
-            metadata=metadata, entities=_entities(raw.get("entities")),
-            caused_by=tuple(refs["caused_by"]), causes=tuple(refs["causes"]),
-            enables=tuple(refs["enables"]), prevents=tuple(refs["prevents"]),
-        ))
+        items.append(
+            MemoryItem(
+                text=str(raw["text"]).replace("\x00", "").strip(),
+                context=context,
+                fact_type=fact_type if fact_type in _EXTRACTED_FACT_TYPES else "world",
+                occurred_start=start,
+                occurred_end=end,
+                mentioned_at=mentioned_at,
+                metadata=metadata,
+                entities=_entities(raw.get("entities")),
+                caused_by=tuple(refs["caused_by"]),
+                causes=tuple(refs["causes"]),
+                enables=tuple(refs["enables"]),
+                prevents=tuple(refs["prevents"]),
+            )
+        )
     return items
 
 
-def facts_to_items(facts: FactList | Mapping[str, Any] | Sequence[Any], *,
-                   mentioned_at: _dt.datetime | None = None,
-                   context: str | None = None) -> list[MemoryItem]:
+def facts_to_items(
+    facts: FactList | Mapping[str, Any] | Sequence[Any],
+    *,
+    mentioned_at: _dt.datetime | None = None,
+    context: str | None = None,
+) -> list[MemoryItem]:
     """Convert one extraction reply (a :class:`FactList`, its dict, or the bare list of facts)
     into checked :class:`MemoryItem` objects, as :class:`LangChainFactExtractor` does.
 
@@ -339,15 +362,22 @@ def facts_to_items(facts: FactList | Mapping[str, Any] | Sequence[Any], *,
     [(), (0,)]
     """
     try:
-        payload = _facts_payload(list(facts) if isinstance(facts, Sequence)
-                                 and not isinstance(facts, str) else facts)
+        payload = _facts_payload(
+            list(facts) if isinstance(facts, Sequence) and not isinstance(facts, str) else facts
+        )
     except _Unreadable as exc:
         raise FactExtractionError(0, str(exc)) from None
-    return _convert(payload, mentioned_at=as_utc(mentioned_at) if mentioned_at else None,
-                    context=context, text_indexes=(), fact_offset=0)
+    return _convert(
+        payload,
+        mentioned_at=as_utc(mentioned_at) if mentioned_at else None,
+        context=context,
+        text_indexes=(),
+        fact_offset=0,
+    )
 
 
 # --- the LangChain extractor --------------------------------------------------------------------
+
 
 def _import_messages() -> tuple[type[BaseMessage], type[BaseMessage]]:
     try:
@@ -355,7 +385,8 @@ def _import_messages() -> tuple[type[BaseMessage], type[BaseMessage]]:
     except ImportError as exc:  # pragma: no cover - exercised only without the extra
         raise ConfigurationError(
             "LangChainFactExtractor needs langchain-core; install it with "
-            "pip install 'hindsight-retrievers[langchain]'") from exc
+            "pip install 'hindsight-retrievers[langchain]'"
+        ) from exc
     return SystemMessage, HumanMessage
 
 
@@ -373,22 +404,27 @@ class LangChainFactExtractor:
     ... # doctest: +SKIP
     """
 
-    def __init__(self, chat_model: BaseChatModel, *, prompt: str = DEFAULT_PROMPT,
-                 batch_size: int = DEFAULT_FACT_BATCH_SIZE,
-                 max_concurrency: int = DEFAULT_FACT_MAX_CONCURRENCY) -> None:
+    def __init__(
+        self,
+        chat_model: BaseChatModel,
+        *,
+        prompt: str = DEFAULT_PROMPT,
+        batch_size: int = DEFAULT_FACT_BATCH_SIZE,
+        max_concurrency: int = DEFAULT_FACT_MAX_CONCURRENCY,
+    ) -> None:
         self._system_message, self._human_message = _import_messages()
-        if not (callable(getattr(chat_model, "invoke", None))
-                and callable(getattr(chat_model, "batch", None))
-                and callable(getattr(chat_model, "abatch", None))):
+        if not (
+            callable(getattr(chat_model, "invoke", None))
+            and callable(getattr(chat_model, "batch", None))
+            and callable(getattr(chat_model, "abatch", None))
+        ):
             raise ConfigurationError(
-                f"LangChainFactExtractor expects a LangChain chat model, got "
-                f"{type(chat_model).__name__}")
+                f"LangChainFactExtractor expects a LangChain chat model, got {type(chat_model).__name__}"
+            )
         if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
             raise ConfigurationError(f"batch_size must be a positive integer, got {batch_size!r}")
-        if not isinstance(max_concurrency, int) or isinstance(max_concurrency, bool) \
-                or max_concurrency < 1:
-            raise ConfigurationError(
-                f"max_concurrency must be a positive integer, got {max_concurrency!r}")
+        if not isinstance(max_concurrency, int) or isinstance(max_concurrency, bool) or max_concurrency < 1:
+            raise ConfigurationError(f"max_concurrency must be a positive integer, got {max_concurrency!r}")
         if not isinstance(prompt, str) or not prompt.strip():
             raise ConfigurationError("prompt must be a non-empty string")
         self.chat_model = chat_model
@@ -399,31 +435,33 @@ class LangChainFactExtractor:
         try:
             self._structured = chat_model.with_structured_output(FactList, include_raw=True)
         except NotImplementedError:
-            _log.debug("%s has no structured output; reading JSON replies",
-                       type(chat_model).__name__)
+            _log.debug("%s has no structured output; reading JSON replies", type(chat_model).__name__)
 
     def __repr__(self) -> str:
-        return (f"LangChainFactExtractor({type(self.chat_model).__name__}, "
-                f"batch_size={self.batch_size})")
+        return f"LangChainFactExtractor({type(self.chat_model).__name__}, batch_size={self.batch_size})"
 
     # ------------------------------------------------------------ requests
     def _batches(self, texts: Sequence[str]) -> list[list[tuple[int, str]]]:
         if isinstance(texts, str | bytes) or not isinstance(texts, Sequence):
-            raise ConfigurationError("extract_facts expects a sequence of texts; wrap a single "
-                                     "text in a list")
+            raise ConfigurationError(
+                "extract_facts expects a sequence of texts; wrap a single text in a list"
+            )
         kept: list[tuple[int, str]] = []
         for i, text in enumerate(texts):
             if not isinstance(text, str):
-                raise ConfigurationError(
-                    f"texts[{i}] must be a string, got {type(text).__name__}")
+                raise ConfigurationError(f"texts[{i}] must be a string, got {type(text).__name__}")
             if text.strip():
                 kept.append((i, text))
-        return [kept[i:i + self.batch_size] for i in range(0, len(kept), self.batch_size)]
+        return [kept[i : i + self.batch_size] for i in range(0, len(kept), self.batch_size)]
 
-    def _messages(self, batch: Sequence[tuple[int, str]], mentioned_at: _dt.datetime | None,
-                  context: str | None) -> list[BaseMessage]:
-        when = (f"{mentioned_at.isoformat()} ({mentioned_at:%A})" if mentioned_at is not None
-                else "unknown (give dates only where the text states them absolutely)")
+    def _messages(
+        self, batch: Sequence[tuple[int, str]], mentioned_at: _dt.datetime | None, context: str | None
+    ) -> list[BaseMessage]:
+        when = (
+            f"{mentioned_at.isoformat()} ({mentioned_at:%A})"
+            if mentioned_at is not None
+            else "unknown (give dates only where the text states them absolutely)"
+        )
         system = self.prompt.replace("{mentioned_at}", when)
         lines: list[str] = []
         if "{mentioned_at}" not in self.prompt:
@@ -432,8 +470,7 @@ class LangChainFactExtractor:
             lines.append(f"Context: {context}")
         lines.append("Texts:")
         lines.extend(f"[{local}] {text}" for local, (_, text) in enumerate(batch))
-        return [self._system_message(content=system),
-                self._human_message(content="\n".join(lines))]
+        return [self._system_message(content=system), self._human_message(content="\n".join(lines))]
 
     # ------------------------------------------------------------ replies
     def _read(self, reply: Any) -> list[Any]:
@@ -458,8 +495,13 @@ class LangChainFactExtractor:
                     continue
         return _facts_payload(_json_from_text(_message_text(raw)))
 
-    def _collect(self, batches: Sequence[Sequence[tuple[int, str]]], replies: Sequence[Any],
-                 mentioned_at: _dt.datetime | None, context: str | None) -> list[MemoryItem]:
+    def _collect(
+        self,
+        batches: Sequence[Sequence[tuple[int, str]]],
+        replies: Sequence[Any],
+        mentioned_at: _dt.datetime | None,
+        context: str | None,
+    ) -> list[MemoryItem]:
         items: list[MemoryItem] = []
         for batch, reply in zip(batches, replies, strict=True):
             if isinstance(reply, BaseException):
@@ -469,16 +511,24 @@ class LangChainFactExtractor:
             except _Unreadable as exc:
                 raw = reply.get("raw") if isinstance(reply, Mapping) else reply
                 raise FactExtractionError(batch[0][0], str(exc), _message_text(raw)) from None
-            items.extend(_convert(facts, mentioned_at=mentioned_at, context=context,
-                                  text_indexes=[i for i, _ in batch], fact_offset=len(items)))
+            items.extend(
+                _convert(
+                    facts,
+                    mentioned_at=mentioned_at,
+                    context=context,
+                    text_indexes=[i for i, _ in batch],
+                    fact_offset=len(items),
+                )
+            )
         return items
 
     def _runnable(self) -> Any:
         return self._structured if self._structured is not None else self.chat_model
 
     # ------------------------------------------------------------ API
-    def extract_facts(self, texts: Sequence[str], *, mentioned_at: _dt.datetime | None = None,
-                      context: str | None = None) -> list[MemoryItem]:
+    def extract_facts(
+        self, texts: Sequence[str], *, mentioned_at: _dt.datetime | None = None, context: str | None = None
+    ) -> list[MemoryItem]:
         """Facts in ``texts`` as :class:`MemoryItem` objects, in text order; causal references
         are indexes into the returned list. Blank texts are skipped.
 
@@ -489,13 +539,14 @@ class LangChainFactExtractor:
             return []
         when = as_utc(mentioned_at) if mentioned_at is not None else None
         inputs = [self._messages(batch, when, context) for batch in batches]
-        replies = self._runnable().batch(inputs, config={"max_concurrency": self.max_concurrency},
-                                         return_exceptions=True)
+        replies = self._runnable().batch(
+            inputs, config={"max_concurrency": self.max_concurrency}, return_exceptions=True
+        )
         return self._collect(batches, replies, when, context)
 
-    async def aextract_facts(self, texts: Sequence[str], *,
-                             mentioned_at: _dt.datetime | None = None,
-                             context: str | None = None) -> list[MemoryItem]:
+    async def aextract_facts(
+        self, texts: Sequence[str], *, mentioned_at: _dt.datetime | None = None, context: str | None = None
+    ) -> list[MemoryItem]:
         """Async twin of :meth:`extract_facts`."""
         batches = self._batches(texts)
         if not batches:
@@ -503,5 +554,6 @@ class LangChainFactExtractor:
         when = as_utc(mentioned_at) if mentioned_at is not None else None
         inputs = [self._messages(batch, when, context) for batch in batches]
         replies = await self._runnable().abatch(
-            inputs, config={"max_concurrency": self.max_concurrency}, return_exceptions=True)
+            inputs, config={"max_concurrency": self.max_concurrency}, return_exceptions=True
+        )
         return self._collect(batches, replies, when, context)

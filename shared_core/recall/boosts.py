@@ -74,8 +74,7 @@ _FIXED_GRAINS: dict[str, _dt.timedelta] = {
     "day": _dt.timedelta(days=1),
     "week": _dt.timedelta(days=7),
 }
-_MONTHS_PER_GRAIN: dict[str, int] = {"month": 1, "season": 3, "quarter": 3, "year": 12,
-                                     "decade": 120}
+_MONTHS_PER_GRAIN: dict[str, int] = {"month": 1, "season": 3, "quarter": 3, "year": 12, "decade": 120}
 
 
 def _grain_end(start: _dt.datetime, grain: DateGrain) -> _dt.datetime:
@@ -123,9 +122,7 @@ def effective_date(
 
 def _check_mode(mode: str) -> None:
     if mode not in RECENCY_MODES:
-        raise ConfigurationError(
-            f"unknown recency mode {mode!r}; expected one of {', '.join(RECENCY_MODES)}"
-        )
+        raise ConfigurationError(f"unknown recency mode {mode!r}; expected one of {', '.join(RECENCY_MODES)}")
 
 
 def recency(
@@ -221,13 +218,17 @@ class BoostInput:
     temporal_proximity: float | None = None
 
     @classmethod
-    def from_record(cls, record: MemoryRecord, *,
-                    temporal_proximity: float | None = None) -> BoostInput:
+    def from_record(cls, record: MemoryRecord, *, temporal_proximity: float | None = None) -> BoostInput:
         """Build from a stored memory and the proximity fusion carried for it."""
-        return cls(id=record.id, occurred_start=record.occurred_start,
-                   occurred_end=record.occurred_end, mentioned_at=record.mentioned_at,
-                   date_grain=record.date_grain, proof_count=record.proof_count,
-                   temporal_proximity=temporal_proximity)
+        return cls(
+            id=record.id,
+            occurred_start=record.occurred_start,
+            occurred_end=record.occurred_end,
+            mentioned_at=record.mentioned_at,
+            date_grain=record.date_grain,
+            proof_count=record.proof_count,
+            temporal_proximity=temporal_proximity,
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -250,8 +251,9 @@ class ScoredCandidate:
     proof_boost: float
     final: float
 
-    def breakdown(self, fused: FusedCandidate | None = None, *,
-                  reranker_raw: float | None = None) -> ScoreBreakdown:
+    def breakdown(
+        self, fused: FusedCandidate | None = None, *, reranker_raw: float | None = None
+    ) -> ScoreBreakdown:
         """The public :class:`ScoreBreakdown`, merged with the candidate's fusion record."""
         if fused is not None and fused.id != self.id:
             raise ValueError(f"fused candidate {fused.id!r} is not scored candidate {self.id!r}")
@@ -289,28 +291,38 @@ def apply_boosts(
     """
     cfg = config if config is not None else BoostConfig()
     if len(reranker_scores) != len(candidates_info):
-        raise ValueError(f"{len(reranker_scores)} reranker scores for "
-                         f"{len(candidates_info)} candidates")
+        raise ValueError(f"{len(reranker_scores)} reranker scores for {len(candidates_info)} candidates")
     scored: list[ScoredCandidate] = []
-    for position, (raw_score, info) in enumerate(zip(reranker_scores, candidates_info,
-                                                     strict=True)):
+    for position, (raw_score, info) in enumerate(zip(reranker_scores, candidates_info, strict=True)):
         reranker = _unit(float(raw_score))
-        eff = effective_date(info.occurred_start, info.occurred_end, info.mentioned_at,
-                             info.date_grain)
-        rec = recency(eff, now, cfg.recency_mode, window_days=cfg.recency_window_days,
-                      half_life_days=cfg.recency_half_life_days)
-        proximity = (_unit(info.temporal_proximity)
-                     if info.temporal_proximity is not None else None)
+        eff = effective_date(info.occurred_start, info.occurred_end, info.mentioned_at, info.date_grain)
+        rec = recency(
+            eff,
+            now,
+            cfg.recency_mode,
+            window_days=cfg.recency_window_days,
+            half_life_days=cfg.recency_half_life_days,
+        )
+        proximity = _unit(info.temporal_proximity) if info.temporal_proximity is not None else None
         temporal_value = proximity if window_present and proximity is not None else NEUTRAL
         proof = proof_norm(info.proof_count)
         recency_boost = boost(rec, cfg.recency_alpha)
         temporal_boost = boost(temporal_value, cfg.temporal_alpha)
         proof_boost = boost(proof, cfg.proof_alpha)
-        scored.append(ScoredCandidate(
-            id=info.id, position=position, reranker=reranker, effective_date=eff, recency=rec,
-            temporal_proximity=proximity, proof=proof, recency_boost=recency_boost,
-            temporal_boost=temporal_boost, proof_boost=proof_boost,
-            final=reranker * recency_boost * temporal_boost * proof_boost,
-        ))
+        scored.append(
+            ScoredCandidate(
+                id=info.id,
+                position=position,
+                reranker=reranker,
+                effective_date=eff,
+                recency=rec,
+                temporal_proximity=proximity,
+                proof=proof,
+                recency_boost=recency_boost,
+                temporal_boost=temporal_boost,
+                proof_boost=proof_boost,
+                final=reranker * recency_boost * temporal_boost * proof_boost,
+            )
+        )
     scored.sort(key=lambda s: (-s.final, s.position))
     return scored

@@ -54,9 +54,7 @@ def resolve_budget(budget: str, max_tokens: int) -> int:
         return BUDGET_N[name]
     level = _ADAPTIVE_NAMES.get(name)
     if level is None:
-        raise InvalidQueryError(
-            f"unknown budget {budget!r}; expected one of {', '.join(BUDGET_NAMES)}"
-        )
+        raise InvalidQueryError(f"unknown budget {budget!r}; expected one of {', '.join(BUDGET_NAMES)}")
     n = round(max_tokens * ADAPTIVE_BUDGET_RATIOS[level])
     return min(ADAPTIVE_BUDGET_MAX, max(ADAPTIVE_BUDGET_MIN, n))
 
@@ -108,8 +106,7 @@ def _truncate_to_fit(text: str, budget: int, counter: TokenCounter) -> tuple[str
     return "", 0
 
 
-def chunk_fill(chunk_texts_in_order: Sequence[str], max_tokens: int,
-               counter: TokenCounter) -> ChunkFill:
+def chunk_fill(chunk_texts_in_order: Sequence[str], max_tokens: int, counter: TokenCounter) -> ChunkFill:
     """Fill a token budget with chunks in result order; the chunk that overflows is truncated.
 
     Chunks have their own budget (``max_chunk_tokens``), independent of the memory token cut.

@@ -66,8 +66,11 @@ class FusedCandidate:
 
 
 def reciprocal_rank_fusion(
-    arms: Mapping[ArmName, Sequence[ArmHit]], *, k: int = DEFAULT_RRF_K,
-    weights: Mapping[ArmName, float] | None = None, limit: int | None = None,
+    arms: Mapping[ArmName, Sequence[ArmHit]],
+    *,
+    k: int = DEFAULT_RRF_K,
+    weights: Mapping[ArmName, float] | None = None,
+    limit: int | None = None,
 ) -> list[FusedCandidate]:
     """Fuse ranked arm results into one list, best first.
 
@@ -117,11 +120,16 @@ def reciprocal_rank_fusion(
             if arm == "temporal":
                 proximity[doc] = hit.temporal_proximity
 
-    order = sorted(rrf, key=lambda d: (-round(rrf[d], _RRF_SORT_DIGITS),
-                                       min(ranks[d].values()), d))
+    order = sorted(rrf, key=lambda d: (-round(rrf[d], _RRF_SORT_DIGITS), min(ranks[d].values()), d))
     if limit is not None:
         order = order[:limit]
-    return [FusedCandidate(id=d, rrf=rrf[d], ranks=MappingProxyType(ranks[d]),
-                           arm_scores=MappingProxyType(scores[d]),
-                           temporal_proximity=proximity.get(d))
-            for d in order]
+    return [
+        FusedCandidate(
+            id=d,
+            rrf=rrf[d],
+            ranks=MappingProxyType(ranks[d]),
+            arm_scores=MappingProxyType(scores[d]),
+            temporal_proximity=proximity.get(d),
+        )
+        for d in order
+    ]

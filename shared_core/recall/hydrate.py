@@ -94,8 +94,9 @@ class IdRow:
     id: str
 
 
-def fill_plan(where: sql.Composable, params: Mapping[str, Any], seen: Sequence[str], count: int
-              ) -> Plan[list[MemoryRow]]:
+def fill_plan(
+    where: sql.Composable, params: Mapping[str, Any], seen: Sequence[str], count: int
+) -> Plan[list[MemoryRow]]:
     """Up to ``count`` more memories, nearest the query first, passing ``where`` (the arms'
     tag and metadata filter, whose parameters are in ``params``), none of ``seen``."""
     found: list[IdRow] = yield Query(
@@ -106,8 +107,9 @@ def fill_plan(where: sql.Composable, params: Mapping[str, Any], seen: Sequence[s
     if not found:
         return []
     rows: list[MemoryRow] = yield Query(
-        HYDRATE, {"bank": params["bank"], "ids": [uuid.UUID(r.id) for r in found],
-                  "qvec": params["qvec"]}, row_type=MemoryRow,
+        HYDRATE,
+        {"bank": params["bank"], "ids": [uuid.UUID(r.id) for r in found], "qvec": params["qvec"]},
+        row_type=MemoryRow,
     )
     by_id = {r.id: r for r in rows}
     return [by_id[r.id] for r in found if r.id in by_id]

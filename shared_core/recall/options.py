@@ -94,8 +94,11 @@ def _instant(name: str, value: object) -> _dt.datetime:
             name, f"must be a datetime, a date or an ISO-8601 string, got {type(value).__name__}"
         )
     try:
-        utc = value.replace(tzinfo=_dt.UTC) if value.tzinfo is None or value.utcoffset() is None \
+        utc = (
+            value.replace(tzinfo=_dt.UTC)
+            if value.tzinfo is None or value.utcoffset() is None
             else value.astimezone(_dt.UTC)
+        )
     except OverflowError:
         utc = None
     # A day inside datetime's range: windows computed around the instant must not overflow.

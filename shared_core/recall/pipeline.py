@@ -102,7 +102,8 @@ def recall_plan(ctx: RecallContext, query: str, opts: RecallOptions) -> Plan[Rec
     if opts.k is not None and len(memories) < opts.k:
         with watch.stage("fill"):
             extra = yield from fill_plan(
-                aq.where_sql, aq.params(), [c.id for c in cut], opts.k - len(memories))
+                aq.where_sql, aq.params(), [c.id for c in cut], opts.k - len(memories)
+            )
         memories += [_memory(row, 0.0, ScoreBreakdown(), below_threshold=True) for row in extra]
         if extra:
             notes.append(f"{len(extra)} memories below the arms' thresholds filled k={opts.k}")
@@ -195,8 +196,9 @@ def _rank(
         else:
             # The date a cross-encoder sees is when the memory happened, never when it was
             # stored or said (the ingest time would read as an event date).
-            documents = [format_document(rows[c.id].text, rows[c.id].context, rows[c.id].occurred_start)
-                         for c in cut]
+            documents = [
+                format_document(rows[c.id].text, rows[c.id].context, rows[c.id].occurred_start) for c in cut
+            ]
             raw, normalised = yield Compute(
                 ctx.reranker.rerank, (text, documents, ctx.settings.rerank_batch_size)
             )
@@ -209,8 +211,11 @@ def _rank(
         scored = scored[: 2 * n]
         # k means k: with k, the k best are returned whatever their length; without, the
         # memories that fit max_tokens.
-        kept = (min(opts.k, len(scored)) if opts.k is not None
-                else token_cut([rows[s.id].text for s in scored], opts.max_tokens, ctx.counter))
+        kept = (
+            min(opts.k, len(scored))
+            if opts.k is not None
+            else token_cut([rows[s.id].text for s in scored], opts.max_tokens, ctx.counter)
+        )
         memories = [
             _memory(rows[s.id], s.final, s.breakdown(fused_by_id[s.id], reranker_raw=raw_by_id.get(s.id)))
             for s in scored[:kept]

@@ -10,8 +10,15 @@ from shared_core.protocols import TokenCounter
 from shared_core.storable import text_problem
 from shared_core.types import FACT_TYPES, FactType
 
-__all__ = ["KEYWORD_RANKINGS", "TAGS_MATCH_MODES", "KeywordRanking", "TagsMatch", "bound_query",
-           "check_tags", "check_types"]
+__all__ = [
+    "KEYWORD_RANKINGS",
+    "TAGS_MATCH_MODES",
+    "KeywordRanking",
+    "TagsMatch",
+    "bound_query",
+    "check_tags",
+    "check_types",
+]
 
 TagsMatch = Literal["any", "all", "any_strict", "all_strict", "exact"]
 TAGS_MATCH_MODES: tuple[TagsMatch, ...] = get_args(TagsMatch)
@@ -58,13 +65,13 @@ def check_types(types: Sequence[str] | str | None) -> tuple[FactType, ...]:
     return tuple(dict.fromkeys(out))
 
 
-def check_tags(tags: Sequence[str] | str | None, tags_match: str
-               ) -> tuple[tuple[str, ...] | None, TagsMatch]:
+def check_tags(tags: Sequence[str] | str | None, tags_match: str) -> tuple[tuple[str, ...] | None, TagsMatch]:
     """Validate a tag filter. ``None``/empty tags mean "no filter", except for ``exact``,
     where they mean "only untagged memories"."""
     if tags_match not in TAGS_MATCH_MODES:
         raise InvalidQueryError(
-            f"unknown tags_match {tags_match!r}; expected one of {list(TAGS_MATCH_MODES)}")
+            f"unknown tags_match {tags_match!r}; expected one of {list(TAGS_MATCH_MODES)}"
+        )
     if tags is None:
         return None, tags_match
     if isinstance(tags, str):

@@ -74,8 +74,20 @@ _DEFAULT_SPEC: Final = "default"
 _PASSTHROUGH_MIN: Final = 0.1
 
 # %B is locale-dependent; the document prefix must not change with the user's locale.
-_MONTHS: Final = ("January", "February", "March", "April", "May", "June", "July", "August",
-                  "September", "October", "November", "December")
+_MONTHS: Final = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
 
 
 class RerankerFallbackWarning(UserWarning):
@@ -95,8 +107,9 @@ def format_document(text: str, context: str | None, occurred_start: _dt.datetime
     parts: list[str] = []
     if occurred_start is not None:
         when = as_utc(occurred_start)
-        parts.append(f"[Date: {_MONTHS[when.month - 1]} {when.day:02d}, {when.year} "
-                     f"({when.date().isoformat()})] ")
+        parts.append(
+            f"[Date: {_MONTHS[when.month - 1]} {when.day:02d}, {when.year} ({when.date().isoformat()})] "
+        )
     if context:
         parts.append(f"{context}: ")
     parts.append(text)
@@ -139,8 +152,7 @@ def passthrough_scores(n: int) -> list[float]:
         return [1.0] * max(n, 0)
     span = 1.0 - _PASSTHROUGH_MIN
     # written from both ends so the first score is exactly 1.0 and the last exactly 0.1
-    return [1.0 if rank == 0 else _PASSTHROUGH_MIN + span * (n - 1 - rank) / (n - 1)
-            for rank in range(n)]
+    return [1.0 if rank == 0 else _PASSTHROUGH_MIN + span * (n - 1 - rank) / (n - 1) for rank in range(n)]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -204,8 +216,10 @@ def _resolve(spec: str) -> _Backend:
             except Exception as exc:  # any load failure degrades to the learned reranker, once
                 # The exception's own text names hub URLs and cache paths: the type says
                 # enough in one line.
-                reason = (f"reranker model {spec!r} is not available offline "
-                          f"({type(exc).__name__}); using the learned reranker")
+                reason = (
+                    f"reranker model {spec!r} is not available offline "
+                    f"({type(exc).__name__}); using the learned reranker"
+                )
                 _log.warning(reason)
                 backend = _Backend(name=LEARNED_NAME, learned=True, fallback_reason=reason)
             _CACHE[spec] = backend
@@ -259,12 +273,16 @@ class Reranker:
             return cls(spec=os.path.expanduser(text))
         if isinstance(spec, PairScorer):
             name = getattr(spec, "name", None)
-            return cls(backend=_Backend(
-                name=name if isinstance(name, str) and name else type(spec).__name__,
-                scorer=spec,
-            ))
-        raise TypeError(f"a reranker spec is None, a string, a Reranker or an object with "
-                        f"predict(); got {type(spec).__name__}")
+            return cls(
+                backend=_Backend(
+                    name=name if isinstance(name, str) and name else type(spec).__name__,
+                    scorer=spec,
+                )
+            )
+        raise TypeError(
+            f"a reranker spec is None, a string, a Reranker or an object with "
+            f"predict(); got {type(spec).__name__}"
+        )
 
     def _backend(self) -> _Backend:
         resolved = self._resolved
@@ -300,9 +318,9 @@ class Reranker:
         """Why the requested model is not used, for the recall trace; None if it is."""
         return self._backend().fallback_reason
 
-    def rerank(self, query: str, documents: Sequence[str],
-               batch_size: int = DEFAULT_RERANK_BATCH_SIZE) -> tuple[list[float] | None,
-                                                                     list[float]]:
+    def rerank(
+        self, query: str, documents: Sequence[str], batch_size: int = DEFAULT_RERANK_BATCH_SIZE
+    ) -> tuple[list[float] | None, list[float]]:
         """Score ``documents`` (in RRF order) against ``query``.
 
         Returns ``(raw, normalised)`` aligned with ``documents``. In passthrough mode ``raw`` is
@@ -311,8 +329,10 @@ class Reranker:
         """
         backend = self._backend()
         if backend.learned:
-            raise TypeError("the learned reranker scores recall candidates from their signals "
-                            "(shared_core.recall.learned.LearnedScorer), not document strings")
+            raise TypeError(
+                "the learned reranker scores recall candidates from their signals "
+                "(shared_core.recall.learned.LearnedScorer), not document strings"
+            )
         if backend.scorer is None:
             return None, passthrough_scores(len(documents))
         if not documents:
@@ -323,8 +343,9 @@ class Reranker:
         output = backend.scorer.predict(pairs, batch_size=batch_size, show_progress_bar=False)
         scores = np.asarray(output, dtype=np.float64).reshape(-1)
         if scores.size != len(documents):
-            raise ValueError(f"reranker {backend.name!r} returned {scores.size} scores for "
-                             f"{len(documents)} documents")
+            raise ValueError(
+                f"reranker {backend.name!r} returned {scores.size} scores for {len(documents)} documents"
+            )
         raw = [float(x) for x in scores]
         normalised = [_sigmoid(x) for x in raw] if backend.logits else normalise_scores(raw)
         return raw, normalised

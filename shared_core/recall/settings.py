@@ -127,10 +127,14 @@ class RecallSettings:
         """
         if model_name in self.calibrated_models or self.relative_semantic_cut is not None:
             return self
-        return dataclasses.replace(self, relative_semantic_cut=DEFAULT_RELATIVE_SEMANTIC_CUT,
-                                   semantic_min_similarity=-1.0,
-                                   graph_seed_min_similarity=-1.0,
-                                   temporal_min_similarity=-1.0)
+        return dataclasses.replace(
+            self,
+            relative_semantic_cut=DEFAULT_RELATIVE_SEMANTIC_CUT,
+            semantic_min_similarity=-1.0,
+            graph_seed_min_similarity=-1.0,
+            temporal_min_similarity=-1.0,
+        )
+
     #: Boosts after the learned reranker: none, so the score stays its calibrated relevance.
     learned_boosts: BoostConfig = field(default_factory=_learned_boosts)
     #: Boosts and arm weights when a cross-encoder scores the candidates.

@@ -34,8 +34,9 @@ class Extraction:
     cjk: list[str]
 
 
-def _with_dates(units: Sequence[PreparedUnit], items: Sequence[MemoryItem],
-                parser: DateParser | None) -> list[PreparedUnit]:
+def _with_dates(
+    units: Sequence[PreparedUnit], items: Sequence[MemoryItem], parser: DateParser | None
+) -> list[PreparedUnit]:
     if parser is None:
         return list(units)
     out = []
@@ -53,13 +54,20 @@ def _with_dates(units: Sequence[PreparedUnit], items: Sequence[MemoryItem],
         if window is None:
             out.append(unit)
         else:
-            out.append(dataclasses.replace(unit, occurred_start=window.start,
-                                           occurred_end=window.end, date_grain=window.grain))
+            out.append(
+                dataclasses.replace(
+                    unit, occurred_start=window.start, occurred_end=window.end, date_grain=window.grain
+                )
+            )
     return out
 
 
-def _entities(units: Sequence[PreparedUnit], items: Sequence[MemoryItem],
-              extractor: EntityExtractor | None, threshold: float) -> list[list[str]]:
+def _entities(
+    units: Sequence[PreparedUnit],
+    items: Sequence[MemoryItem],
+    extractor: EntityExtractor | None,
+    threshold: float,
+) -> list[list[str]]:
     names: list[list[str]] = [[] for _ in units]
     todo = []
     for i, unit in enumerate(units):
@@ -80,16 +88,24 @@ def _entities(units: Sequence[PreparedUnit], items: Sequence[MemoryItem],
     return out
 
 
-def extract(units: Sequence[PreparedUnit], items: Sequence[MemoryItem], *,
-            date_parser: DateParser | None, entity_extractor: EntityExtractor | None,
-            entity_threshold: float) -> Extraction:
+def extract(
+    units: Sequence[PreparedUnit],
+    items: Sequence[MemoryItem],
+    *,
+    date_parser: DateParser | None,
+    entity_extractor: EntityExtractor | None,
+    entity_threshold: float,
+) -> Extraction:
     """Dates, then entities, then the keyword signals built from both."""
     dated = _with_dates(units, items, date_parser)
     entities = _entities(dated, items, entity_extractor, entity_threshold)
     signals = []
     for unit, names in zip(dated, entities, strict=True):
-        window = (TimeWindow(start=unit.occurred_start, end=unit.occurred_end or
-                             unit.occurred_start) if unit.occurred_start is not None else None)
+        window = (
+            TimeWindow(start=unit.occurred_start, end=unit.occurred_end or unit.occurred_start)
+            if unit.occurred_start is not None
+            else None
+        )
         renderings = date_renderings(window, unit.date_grain)
         said = date_renderings(TimeWindow(start=unit.mentioned_at, end=unit.mentioned_at), "day")
         signals.append(" ".join([*names, *renderings, *said]))

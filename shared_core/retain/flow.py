@@ -89,11 +89,16 @@ def retain_error(exc: psycopg.Error, request: RetainRequest) -> Exception:
     :func:`~shared_core.storage.errors.map_database_error`."""
     row = copy_row(exc)
     state = exc.sqlstate or ""
-    if row is not None and row[0] == "retain_stage" and state[:2] in _ITEM_STATE_CLASSES \
-            and 0 <= row[1] < len(request.units):
+    if (
+        row is not None
+        and row[0] == "retain_stage"
+        and state[:2] in _ITEM_STATE_CLASSES
+        and 0 <= row[1] < len(request.units)
+    ):
         detail = str(exc).strip().splitlines()[0]
-        return InvalidItemError(request.units[row[1]].item_index,
-                                f"the database refused it ({state}): {detail}")
+        return InvalidItemError(
+            request.units[row[1]].item_index, f"the database refused it ({state}): {detail}"
+        )
     mapped = map_database_error(exc)
     return mapped if isinstance(mapped, Exception) else exc
 

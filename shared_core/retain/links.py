@@ -32,8 +32,7 @@ from shared_core.storage.dimensions import Dimension
 from shared_core.storage.plan import Copy, Plan, Query
 from shared_core.types import MemoryItem
 
-__all__ = ["batch_semantic_pairs", "causal_links", "cue_causal_links", "entity_plan",
-           "link_plan"]
+__all__ = ["batch_semantic_pairs", "causal_links", "cue_causal_links", "entity_plan", "link_plan"]
 
 _CAUSAL_FIELDS = ("caused_by", "causes", "enables", "prevents")
 # Conservative: explicit causal connectives only ("since", "so" alone are too ambiguous).
@@ -92,8 +91,10 @@ WHERE s.bank_id = %(bank)s AND s.id = ANY(%(ids)s::uuid[]) AND 1 - n.distance >=
 def semantic_neighbours_statement(dimension: Dimension) -> sql.Composed:
     """Stored neighbours of the new units (``%(ids)s``) by cosine, through the dimension's
     HNSW index."""
-    return _SEMANTIC_NEIGHBOURS.format(vec=dimension.column, svec=dimension.of("s").column,
-                                       dims=dimension.predicate)
+    return _SEMANTIC_NEIGHBOURS.format(
+        vec=dimension.column, svec=dimension.of("s").column, dims=dimension.predicate
+    )
+
 
 HAS_OLDER_UNITS = """
 SELECT 1 AS found FROM memory_units
@@ -120,8 +121,9 @@ WHERE NOT EXISTS (SELECT 1 FROM memory_units u WHERE u.bank_id = %(bank)s AND u.
 COPY_LINKS = "COPY memory_links (bank_id, from_id, to_id, link_type, weight) FROM STDIN"
 
 
-def entity_plan(bank: str, units: Sequence[PreparedUnit], names: Sequence[Sequence[str]],
-                threshold: float) -> Plan[None]:
+def entity_plan(
+    bank: str, units: Sequence[PreparedUnit], names: Sequence[Sequence[str]], threshold: float
+) -> Plan[None]:
     """Resolve every unit's entity names to entity rows and record the mentions."""
     by_key: dict[str, str] = {}
     mentions: list[tuple[str, str]] = []  # (unit id, key)
@@ -133,8 +135,11 @@ def entity_plan(bank: str, units: Sequence[PreparedUnit], names: Sequence[Sequen
     if not mentions:
         return
     keys = sorted(by_key)
-    rows = yield Query(RESOLVE_ENTITIES, {"bank": bank, "keys": keys},
-                       settings={"pg_trgm.similarity_threshold": str(threshold)})
+    rows = yield Query(
+        RESOLVE_ENTITIES,
+        {"bank": bank, "keys": keys},
+        settings={"pg_trgm.similarity_threshold": str(threshold)},
+    )
     entity_of = {r["key"]: r["id"] for r in rows if r["id"] is not None}
     new_keys = [k for k in keys if k not in entity_of]
     seen_of: dict[str, _dt.datetime] = {}
@@ -143,10 +148,16 @@ def entity_plan(bank: str, units: Sequence[PreparedUnit], names: Sequence[Sequen
             key = entity_match_key(name)
             seen_of[key] = min(seen_of.get(key, unit.mentioned_at), unit.mentioned_at)
     if new_keys:
-        created = yield Query(UPSERT_ENTITIES, {
-            "bank": bank, "ids": [uuid7() for _ in new_keys],
-            "names": [by_key[k] for k in new_keys], "keys": new_keys,
-            "seen": [seen_of[k] for k in new_keys]})
+        created = yield Query(
+            UPSERT_ENTITIES,
+            {
+                "bank": bank,
+                "ids": [uuid7() for _ in new_keys],
+                "names": [by_key[k] for k in new_keys],
+                "keys": new_keys,
+                "seen": [seen_of[k] for k in new_keys],
+            },
+        )
         entity_of.update({r["match_key"]: r["id"] for r in created})
 
     pairs = sorted({(unit_id, entity_of[key]) for unit_id, key in mentions})
@@ -159,16 +170,28 @@ def entity_plan(bank: str, units: Sequence[PreparedUnit], names: Sequence[Sequen
         firsts[entity] = min(firsts.get(entity, at), at)
         lasts[entity] = max(lasts.get(entity, at), at)
     entities = sorted(counts)
-    yield Query(COUNT_MENTIONS, {
-        "bank": bank, "ids": entities, "counts": [counts[e] for e in entities],
-        "firsts": [firsts[e] for e in entities], "lasts": [lasts[e] for e in entities]},
-        fetch="none")
+    yield Query(
+        COUNT_MENTIONS,
+        {
+            "bank": bank,
+            "ids": entities,
+            "counts": [counts[e] for e in entities],
+            "firsts": [firsts[e] for e in entities],
+            "lasts": [lasts[e] for e in entities],
+        },
+        fetch="none",
+    )
     yield Copy(COPY_UNIT_ENTITIES, [(bank, u, e) for u, e in pairs])
 
 
-def batch_semantic_pairs(ids: Sequence[str], vectors: npt.NDArray[np.float32], *,
-                         min_similarity: float, top_k: int, block: int = 1024
-                         ) -> list[tuple[str, str, float]]:
+def batch_semantic_pairs(
+    ids: Sequence[str],
+    vectors: npt.NDArray[np.float32],
+    *,
+    min_similarity: float,
+    top_k: int,
+    block: int = 1024,
+) -> list[tuple[str, str, float]]:
     """Top-k cosine neighbours inside the batch (vectors are unit-norm), by blocks so a large
     batch never builds the full n x n matrix at once."""
     out: list[tuple[str, str, float]] = []
@@ -176,7 +199,7 @@ def batch_semantic_pairs(ids: Sequence[str], vectors: npt.NDArray[np.float32], *
     if n < 2:
         return out
     for start in range(0, n, block):
-        sims = vectors[start:start + block] @ vectors.T
+        sims = vectors[start : start + block] @ vectors.T
         for row in range(sims.shape[0]):
             i = start + row
             sims[row, i] = -1.0
@@ -189,8 +212,9 @@ def batch_semantic_pairs(ids: Sequence[str], vectors: npt.NDArray[np.float32], *
     return out
 
 
-def causal_links(items: Sequence[MemoryItem], units: Sequence[PreparedUnit]
-                 ) -> tuple[list[tuple[str, str, str]], list[str]]:
+def causal_links(
+    items: Sequence[MemoryItem], units: Sequence[PreparedUnit]
+) -> tuple[list[tuple[str, str, str]], list[str]]:
     """Explicit causal references as (from, to, type) links, and the external ids they name.
 
     An index names another item of this call (its first unit); a string names a stored memory.
@@ -212,18 +236,22 @@ def causal_links(items: Sequence[MemoryItem], units: Sequence[PreparedUnit]
                     try:
                         target = str(uuid.UUID(ref))
                     except ValueError as exc:
-                        raise InvalidItemError(index, f"{field} reference {ref!r} is neither "
-                                                      "an item index nor a memory id") from exc
+                        raise InvalidItemError(
+                            index, f"{field} reference {ref!r} is neither an item index nor a memory id"
+                        ) from exc
                     external.append(target)
                 if target != source:
                     links.append((source, target, field))
     return links, external
 
 
-def cue_causal_links(units: Sequence[PreparedUnit], vectors: npt.NDArray[np.float32], *,
-                     lookback: int = DEFAULT_CUE_LOOKBACK,
-                     min_similarity: float = DEFAULT_CUE_MIN_SIMILARITY
-                     ) -> list[tuple[str, str, float]]:
+def cue_causal_links(
+    units: Sequence[PreparedUnit],
+    vectors: npt.NDArray[np.float32],
+    *,
+    lookback: int = DEFAULT_CUE_LOOKBACK,
+    min_similarity: float = DEFAULT_CUE_MIN_SIMILARITY,
+) -> list[tuple[str, str, float]]:
     """The cue-phrase heuristic: a unit saying "because", "so that", "as a result" or "due to"
     is linked (``caused_by``) to the most similar of the ``lookback`` units before it in the
     same document of this retain call, if at least ``min_similarity`` similar. Off by default
@@ -233,8 +261,7 @@ def cue_causal_links(units: Sequence[PreparedUnit], vectors: npt.NDArray[np.floa
     for i, unit in enumerate(units):
         if not _CUE.search(unit.text):
             continue
-        earlier = [j for j in range(i - 1, -1, -1)
-                   if units[j].document_id == unit.document_id][:lookback]
+        earlier = [j for j in range(i - 1, -1, -1) if units[j].document_id == unit.document_id][:lookback]
         if not earlier:
             continue
         sims = vectors[earlier] @ vectors[i]
@@ -244,22 +271,33 @@ def cue_causal_links(units: Sequence[PreparedUnit], vectors: npt.NDArray[np.floa
     return out
 
 
-def link_plan(bank: str, items: Sequence[MemoryItem], units: Sequence[PreparedUnit],
-              vectors: npt.NDArray[np.float32], *, semantic_min: float, semantic_k: int,
-              temporal_k: int, temporal_floor: float, cue_links: bool = False) -> Plan[int]:
+def link_plan(
+    bank: str,
+    items: Sequence[MemoryItem],
+    units: Sequence[PreparedUnit],
+    vectors: npt.NDArray[np.float32],
+    *,
+    semantic_min: float,
+    semantic_k: int,
+    temporal_k: int,
+    temporal_floor: float,
+    cue_links: bool = False,
+) -> Plan[int]:
     """Write semantic, temporal and causal links for the new units; return how many."""
     ids = [u.id for u in units]
     uuids = [uuid.UUID(i) for i in ids]
     causal, external = causal_links(items, units)
     if external:
-        missing = yield Query(CHECK_REFERENCED, {"bank": bank,
-                                                 "ids": sorted(set(external))})
+        missing = yield Query(CHECK_REFERENCED, {"bank": bank, "ids": sorted(set(external))})
         if missing:
             bad = missing[0]["id"]
-            index, field = next((i, f) for i, item in enumerate(items) for f in _CAUSAL_FIELDS
-                                if any(str(r) == bad for r in getattr(item, f)))
-            raise InvalidItemError(index, f"{field} references memory {bad} which is not in "
-                                          f"bank {bank!r}")
+            index, field = next(
+                (i, f)
+                for i, item in enumerate(items)
+                for f in _CAUSAL_FIELDS
+                if any(str(r) == bad for r in getattr(item, f))
+            )
+            raise InvalidItemError(index, f"{field} references memory {bad} which is not in bank {bank!r}")
 
     weights: dict[tuple[str, str, str], float] = {}
     if cue_links:
@@ -274,13 +312,16 @@ def link_plan(bank: str, items: Sequence[MemoryItem], units: Sequence[PreparedUn
     older = yield Query(HAS_OLDER_UNITS, {"bank": bank, "ids": uuids}, fetch="one")
     rows = []
     if older is not None:
-        rows = yield Query(semantic_neighbours_statement(Dimension(int(vectors.shape[1]))),
-                           {"bank": bank, "ids": uuids, "k": semantic_k, "min": semantic_min},
-                           settings={"hnsw.ef_search": "40", "enable_seqscan": "off"})
+        rows = yield Query(
+            semantic_neighbours_statement(Dimension(int(vectors.shape[1]))),
+            {"bank": bank, "ids": uuids, "k": semantic_k, "min": semantic_min},
+            settings={"hnsw.ef_search": "40", "enable_seqscan": "off"},
+        )
     for r in rows:
         weights[(r["from_id"], r["to_id"], "semantic")] = min(float(r["similarity"]), 1.0)
-    for source, target, s in batch_semantic_pairs(ids, vectors, min_similarity=semantic_min,
-                                                  top_k=semantic_k):
+    for source, target, s in batch_semantic_pairs(
+        ids, vectors, min_similarity=semantic_min, top_k=semantic_k
+    ):
         weights[(source, target, "semantic")] = s
 
     # Temporal: nearest by event date on both sides, the closest temporal_k kept per unit.

@@ -100,14 +100,20 @@ class RetainRequest:
 
 
 def _check_dimension(request: RetainRequest, row: dict[str, object], dimension: int) -> None:
-    check_bank_embedder(request.bank, str(row["embedding_model"]),
-                        int(row["embedding_dimension"]),  # type: ignore[call-overload]
-                        request.embedding_model, dimension)
+    check_bank_embedder(
+        request.bank,
+        str(row["embedding_model"]),
+        int(row["embedding_dimension"]),  # type: ignore[call-overload]
+        request.embedding_model,
+        dimension,
+    )
 
 
-def merge_vectors(items: Sequence[MemoryItem], units: Sequence[PreparedUnit],
-                  embed: Callable[[list[str]], npt.NDArray[np.float32]]
-                  ) -> npt.NDArray[np.float32]:
+def merge_vectors(
+    items: Sequence[MemoryItem],
+    units: Sequence[PreparedUnit],
+    embed: Callable[[list[str]], npt.NDArray[np.float32]],
+) -> npt.NDArray[np.float32]:
     """Embed the units that have no caller-supplied vector; keep the supplied ones.
 
     A supplied embedding belongs to its item's text, so it is used only when the item was not
@@ -116,12 +122,18 @@ def merge_vectors(items: Sequence[MemoryItem], units: Sequence[PreparedUnit],
     per_item = {u.item_index: 0 for u in units}
     for u in units:
         per_item[u.item_index] += 1
-    todo = [i for i, u in enumerate(units)
-            if items[u.item_index].embedding is None or per_item[u.item_index] > 1]
+    todo = [
+        i for i, u in enumerate(units) if items[u.item_index].embedding is None or per_item[u.item_index] > 1
+    ]
     computed = embed([units[i].text for i in todo]) if todo else None
     supplied_first = items[units[0].item_index].embedding
-    dimension = (computed.shape[1] if computed is not None
-                 else len(supplied_first) if supplied_first is not None else 0)
+    dimension = (
+        computed.shape[1]
+        if computed is not None
+        else len(supplied_first)
+        if supplied_first is not None
+        else 0
+    )
     out = np.zeros((len(units), dimension), dtype=np.float32)
     if computed is not None:
         out[todo] = computed
@@ -130,8 +142,9 @@ def merge_vectors(items: Sequence[MemoryItem], units: Sequence[PreparedUnit],
         if supplied is not None and per_item[u.item_index] == 1:
             vector = np.asarray(supplied, dtype=np.float32)
             if vector.shape != (dimension,):
-                raise InvalidItemError(u.item_index, f"embedding has {vector.shape[0]} "
-                                                     f"dimensions, expected {dimension}")
+                raise InvalidItemError(
+                    u.item_index, f"embedding has {vector.shape[0]} dimensions, expected {dimension}"
+                )
             norm = float(np.linalg.norm(vector))
             out[i] = vector / norm if norm > 0 else vector
     return out
@@ -143,38 +156,70 @@ def retain_plan(request: RetainRequest, vectors: npt.NDArray[np.float32]) -> Pla
     if not units:
         return []
     dimension = int(vectors.shape[1])
-    yield Query(UPSERT_BANK, {"bank": request.bank, "model": request.embedding_model,
-                              "dimension": dimension}, fetch="none")
+    yield Query(
+        UPSERT_BANK,
+        {"bank": request.bank, "model": request.embedding_model, "dimension": dimension},
+        fetch="none",
+    )
     row = yield Query(SELECT_BANK, {"bank": request.bank}, fetch="one")
     yield Query(CLAIM_BANK_STATS, {"bank": request.bank}, fetch="none")
     _check_dimension(request, row, dimension)
 
-    document_ids = sorted({u.document_id for u in units if u.document_id is not None}
-                          | {c.document_id for c in request.chunks if c.document_id is not None})
+    document_ids = sorted(
+        {u.document_id for u in units if u.document_id is not None}
+        | {c.document_id for c in request.chunks if c.document_id is not None}
+    )
     if request.replace_documents:
-        yield Query(DELETE_DOCUMENTS, {"bank": request.bank,
-                                       "document_ids": list(request.replace_documents)},
-                    fetch="none")
+        yield Query(
+            DELETE_DOCUMENTS,
+            {"bank": request.bank, "document_ids": list(request.replace_documents)},
+            fetch="none",
+        )
     if document_ids:
-        yield Query(INSERT_DOCUMENTS, {"bank": request.bank, "document_ids": document_ids},
-                    fetch="none")
+        yield Query(INSERT_DOCUMENTS, {"bank": request.bank, "document_ids": document_ids}, fetch="none")
     if request.chunks:
-        yield Copy(COPY_CHUNKS, [(request.bank, c.chunk_id, c.document_id, c.chunk_index, c.text)
-                                 for c in request.chunks])
+        yield Copy(
+            COPY_CHUNKS,
+            [(request.bank, c.chunk_id, c.document_id, c.chunk_index, c.text) for c in request.chunks],
+        )
     yield Query(CREATE_STAGE, fetch="none")
-    yield Copy(COPY_STAGE, [
-        (u.id, u.text, u.context, vectors[i], u.fact_type, u.occurred_start, u.occurred_end,
-         u.mentioned_at, u.date_grain, list(u.tags), u.metadata_json, u.proof_count,
-         u.document_id, u.chunk_id, request.signals[i], request.cjk[i])
-        for i, u in enumerate(units)
-    ])
-    yield Query(INSERT_UNITS, {"bank": request.bank, "ts_config": request.ts_config,
-                               "now": request.now}, fetch="none")
+    yield Copy(
+        COPY_STAGE,
+        [
+            (
+                u.id,
+                u.text,
+                u.context,
+                vectors[i],
+                u.fact_type,
+                u.occurred_start,
+                u.occurred_end,
+                u.mentioned_at,
+                u.date_grain,
+                list(u.tags),
+                u.metadata_json,
+                u.proof_count,
+                u.document_id,
+                u.chunk_id,
+                request.signals[i],
+                request.cjk[i],
+            )
+            for i, u in enumerate(units)
+        ],
+    )
+    yield Query(
+        INSERT_UNITS, {"bank": request.bank, "ts_config": request.ts_config, "now": request.now}, fetch="none"
+    )
     yield from entity_plan(request.bank, units, request.entities, request.entity_threshold)
-    yield from link_plan(request.bank, request.items, units, vectors,
-                         semantic_min=request.semantic_link_min,
-                         semantic_k=request.semantic_link_k,
-                         temporal_k=request.temporal_link_k,
-                         temporal_floor=request.temporal_link_floor,
-                         cue_links=request.cue_links)
+    yield from link_plan(
+        request.bank,
+        request.items,
+        units,
+        vectors,
+        semantic_min=request.semantic_link_min,
+        semantic_k=request.semantic_link_k,
+        temporal_k=request.temporal_link_k,
+        temporal_floor=request.temporal_link_floor,
+        cue_links=request.cue_links,
+    )
     return [u.id for u in units]

@@ -24,11 +24,22 @@ from shared_core.storable import text_problem
 from shared_core.text import split_sentences
 from shared_core.types import FACT_TYPES, DateGrain, MemoryItem, as_utc
 
-__all__ = ["MAX_CONTEXT_BYTES", "MAX_DOCUMENT_ID_BYTES", "MAX_EMBEDDING_DIMENSION",
-           "MAX_ENTITY_BYTES", "MAX_METADATA_DEPTH", "MAX_PROOF_COUNT", "MAX_TAG_BYTES",
-           "PreparedChunk", "PreparedUnit", "coerce_items", "json_dumps", "materialise_items",
-           "prepare_units",
-           "sentence_windows"]
+__all__ = [
+    "MAX_CONTEXT_BYTES",
+    "MAX_DOCUMENT_ID_BYTES",
+    "MAX_EMBEDDING_DIMENSION",
+    "MAX_ENTITY_BYTES",
+    "MAX_METADATA_DEPTH",
+    "MAX_PROOF_COUNT",
+    "MAX_TAG_BYTES",
+    "PreparedChunk",
+    "PreparedUnit",
+    "coerce_items",
+    "json_dumps",
+    "materialise_items",
+    "prepare_units",
+    "sentence_windows",
+]
 
 _REAL_DATETIME = _dt.datetime  # bound at import: langchain's mock_now patches the module attribute
 _ITEM_FIELDS = {f.name for f in dataclasses.fields(MemoryItem)}
@@ -109,10 +120,8 @@ def _check_text(index: int, name: str, value: Any, *, max_bytes: int | None = No
 
 def _check_strings(index: int, name: str, values: Any, *, max_bytes: int) -> tuple[str, ...]:
     if isinstance(values, str | bytes | Mapping) or not isinstance(values, Iterable):
-        raise InvalidItemError(index, f"{name} must be a sequence of strings, got "
-                                      f"{type(values).__name__}")
-    return tuple(_check_text(index, f"{name}[{i}]", v, max_bytes=max_bytes)
-                 for i, v in enumerate(values))
+        raise InvalidItemError(index, f"{name} must be a sequence of strings, got {type(values).__name__}")
+    return tuple(_check_text(index, f"{name}[{i}]", v, max_bytes=max_bytes) for i, v in enumerate(values))
 
 
 def _metadata_problem(metadata: Mapping[Any, Any]) -> str | None:
@@ -145,12 +154,16 @@ def _check_datetime(index: int, name: str, value: Any) -> _dt.datetime | None:
     try:
         utc = as_utc(value)
     except (OverflowError, ValueError) as exc:
-        raise InvalidItemError(index, f"{name} {value.isoformat()} is outside the years "
-                                      f"1..9999 once converted to UTC") from exc
+        raise InvalidItemError(
+            index, f"{name} {value.isoformat()} is outside the years 1..9999 once converted to UTC"
+        ) from exc
     if not _MIN_UTC <= utc <= _MAX_UTC:
-        raise InvalidItemError(index, f"{name} {value.isoformat()} is too close to the ends "
-                                      f"of the datetime range (years {_MIN_UTC.year}.."
-                                      f"{_MAX_UTC.year} in UTC are accepted)")
+        raise InvalidItemError(
+            index,
+            f"{name} {value.isoformat()} is too close to the ends "
+            f"of the datetime range (years {_MIN_UTC.year}.."
+            f"{_MAX_UTC.year} in UTC are accepted)",
+        )
     return utc
 
 
@@ -168,12 +181,15 @@ def _check_embedding(index: int, embedding: Any) -> tuple[float, ...]:
     if vector.ndim != 1 or vector.size == 0 or not np.isfinite(vector).all():
         raise InvalidItemError(index, "embedding must be a non-empty sequence of finite numbers")
     if vector.size > MAX_EMBEDDING_DIMENSION:
-        raise InvalidItemError(index, f"embedding has {vector.size} dimensions; pgvector "
-                                      f"stores at most {MAX_EMBEDDING_DIMENSION}")
+        raise InvalidItemError(
+            index,
+            f"embedding has {vector.size} dimensions; pgvector stores at most {MAX_EMBEDDING_DIMENSION}",
+        )
     peak = float(np.max(np.abs(vector)))
     if peak == 0.0:
-        raise InvalidItemError(index, "embedding is all zeros: it has no direction, so cosine "
-                                      "similarity is undefined")
+        raise InvalidItemError(
+            index, "embedding is all zeros: it has no direction, so cosine similarity is undefined"
+        )
     scaled = vector / peak
     unit = scaled / float(np.linalg.norm(scaled))
     return tuple(float(x) for x in unit.astype(np.float32))
@@ -181,15 +197,17 @@ def _check_embedding(index: int, embedding: Any) -> tuple[float, ...]:
 
 def _check_reference(index: int, name: str, ref: Any) -> str | int:
     if isinstance(ref, bool) or not isinstance(ref, str | int):
-        raise InvalidItemError(index, f"{name} entries must be memory ids (str) or item "
-                                      f"indexes (int), got {type(ref).__name__}")
+        raise InvalidItemError(
+            index, f"{name} entries must be memory ids (str) or item indexes (int), got {type(ref).__name__}"
+        )
     if isinstance(ref, int):
         return ref
     try:
         return str(uuid.UUID(_check_text(index, name, ref)))
     except ValueError as exc:
-        raise InvalidItemError(index, f"{name} reference {ref!r} is neither an item index "
-                                      "nor a memory id (a UUID)") from exc
+        raise InvalidItemError(
+            index, f"{name} reference {ref!r} is neither an item index nor a memory id (a UUID)"
+        ) from exc
 
 
 def _as_item(index: int, raw: Any) -> MemoryItem:
@@ -200,13 +218,13 @@ def _as_item(index: int, raw: Any) -> MemoryItem:
     if isinstance(raw, Mapping):
         unknown = set(raw) - _ITEM_FIELDS
         if unknown:
-            raise InvalidItemError(index, f"unknown field(s) {sorted(map(repr, unknown))}; "
-                                          f"allowed: {sorted(_ITEM_FIELDS)}")
+            raise InvalidItemError(
+                index, f"unknown field(s) {sorted(map(repr, unknown))}; allowed: {sorted(_ITEM_FIELDS)}"
+            )
         if "text" not in raw:
             raise InvalidItemError(index, "missing 'text'")
         return MemoryItem(**raw)
-    raise InvalidItemError(
-        index, f"expected a str, a dict or a MemoryItem, got {type(raw).__name__}")
+    raise InvalidItemError(index, f"expected a str, a dict or a MemoryItem, got {type(raw).__name__}")
 
 
 def _coerce_one(index: int, raw: Any, document_id: Any) -> MemoryItem:
@@ -218,18 +236,18 @@ def _coerce_one(index: int, raw: Any, document_id: Any) -> MemoryItem:
         _check_text(index, "context", item.context, max_bytes=MAX_CONTEXT_BYTES)
     if not isinstance(item.fact_type, str) or item.fact_type not in FACT_TYPES:
         raise InvalidItemError(
-            index, f"unknown fact_type {item.fact_type!r}; expected one of {list(FACT_TYPES)}")
+            index, f"unknown fact_type {item.fact_type!r}; expected one of {list(FACT_TYPES)}"
+        )
     start = _check_datetime(index, "occurred_start", item.occurred_start)
     end = _check_datetime(index, "occurred_end", item.occurred_end)
     mentioned = _check_datetime(index, "mentioned_at", item.mentioned_at)
     if start is not None and end is not None and end < start:
         raise InvalidItemError(
-            index, f"occurred_end ({end.isoformat()}) is before occurred_start "
-                   f"({start.isoformat()})")
+            index, f"occurred_end ({end.isoformat()}) is before occurred_start ({start.isoformat()})"
+        )
     tags = _check_strings(index, "tags", item.tags, max_bytes=MAX_TAG_BYTES)
     if not isinstance(item.metadata, Mapping):
-        raise InvalidItemError(index, f"metadata must be a mapping, got "
-                                      f"{type(item.metadata).__name__}")
+        raise InvalidItemError(index, f"metadata must be a mapping, got {type(item.metadata).__name__}")
     problem = _metadata_problem(item.metadata)
     if problem is not None:
         raise InvalidItemError(index, problem)
@@ -237,28 +255,44 @@ def _coerce_one(index: int, raw: Any, document_id: Any) -> MemoryItem:
         json_dumps(dict(item.metadata))
     except (TypeError, ValueError, RecursionError) as exc:
         raise InvalidItemError(index, f"metadata is not JSON serialisable: {exc}") from exc
-    if not isinstance(item.proof_count, int) or isinstance(item.proof_count, bool) \
-            or not 1 <= item.proof_count <= MAX_PROOF_COUNT:
-        raise InvalidItemError(index, f"proof_count must be an integer in 1..{MAX_PROOF_COUNT}, "
-                                      f"got {item.proof_count!r}")
+    if (
+        not isinstance(item.proof_count, int)
+        or isinstance(item.proof_count, bool)
+        or not 1 <= item.proof_count <= MAX_PROOF_COUNT
+    ):
+        raise InvalidItemError(
+            index, f"proof_count must be an integer in 1..{MAX_PROOF_COUNT}, got {item.proof_count!r}"
+        )
     doc = item.document_id if item.document_id is not None else document_id
     if doc is not None:
         _check_text(index, "document_id", doc, max_bytes=MAX_DOCUMENT_ID_BYTES)
-    entities = None if item.entities is None else \
-        _check_strings(index, "entities", item.entities, max_bytes=MAX_ENTITY_BYTES)
+    entities = (
+        None
+        if item.entities is None
+        else _check_strings(index, "entities", item.entities, max_bytes=MAX_ENTITY_BYTES)
+    )
     references: dict[str, tuple[str | int, ...]] = {}
     for name in _REFERENCE_FIELDS:
         refs = getattr(item, name)
         if isinstance(refs, str | bytes | Mapping) or not isinstance(refs, Iterable):
-            raise InvalidItemError(index, f"{name} must be a sequence of ids or item indexes, "
-                                          f"got {type(refs).__name__}")
+            raise InvalidItemError(
+                index, f"{name} must be a sequence of ids or item indexes, got {type(refs).__name__}"
+            )
         references[name] = tuple(_check_reference(index, name, ref) for ref in refs)
     embedding = None if item.embedding is None else _check_embedding(index, item.embedding)
     return dataclasses.replace(
-        item, occurred_start=start, occurred_end=end, mentioned_at=mentioned,
-        tags=tuple(dict.fromkeys(tags)), document_id=doc, entities=entities,
-        embedding=embedding, caused_by=references["caused_by"], causes=references["causes"],
-        enables=references["enables"], prevents=references["prevents"],
+        item,
+        occurred_start=start,
+        occurred_end=end,
+        mentioned_at=mentioned,
+        tags=tuple(dict.fromkeys(tags)),
+        document_id=doc,
+        entities=entities,
+        embedding=embedding,
+        caused_by=references["caused_by"],
+        causes=references["causes"],
+        enables=references["enables"],
+        prevents=references["prevents"],
     )
 
 
@@ -274,8 +308,9 @@ def materialise_items(items: Any) -> list[Any]:
     shared_core.errors.InvalidItemError: item 0: retain expects a sequence of items, got dict; ...
     """
     if isinstance(items, str | bytes | Mapping | MemoryItem) or not isinstance(items, Iterable):
-        raise InvalidItemError(0, f"retain expects a sequence of items, got "
-                                  f"{type(items).__name__}; wrap a single item in a list")
+        raise InvalidItemError(
+            0, f"retain expects a sequence of items, got {type(items).__name__}; wrap a single item in a list"
+        )
     return list(items)
 
 
@@ -306,8 +341,7 @@ def coerce_items(items: Iterable[Any], *, document_id: str | None = None) -> lis
         for name in _REFERENCE_FIELDS:
             for ref in getattr(item, name):
                 if isinstance(ref, int) and not (0 <= ref < len(out) and ref != i):
-                    raise InvalidItemError(i, f"{name} index {ref} does not name another item "
-                                              "of this call")
+                    raise InvalidItemError(i, f"{name} index {ref} does not name another item of this call")
     return out
 
 
@@ -327,7 +361,7 @@ def sentence_windows(text: str, max_tokens: int, counter: TokenCounter) -> list[
                 windows.append(" ".join(current))
                 current, used = [], 0
             windows.append(head)
-            sentence = sentence[len(head):].strip()
+            sentence = sentence[len(head) :].strip()
             n = counter.count(sentence)
         if not sentence:
             continue
@@ -341,9 +375,14 @@ def sentence_windows(text: str, max_tokens: int, counter: TokenCounter) -> list[
     return windows
 
 
-def prepare_units(items: Sequence[MemoryItem], *, now: _dt.datetime, unit_max_tokens: int,
-                  window_tokens: int, counter: TokenCounter
-                  ) -> tuple[list[PreparedUnit], list[PreparedChunk]]:
+def prepare_units(
+    items: Sequence[MemoryItem],
+    *,
+    now: _dt.datetime,
+    unit_max_tokens: int,
+    window_tokens: int,
+    counter: TokenCounter,
+) -> tuple[list[PreparedUnit], list[PreparedChunk]]:
     """Turn validated items into unit rows (and chunk rows for long items).
 
     An item longer than ``unit_max_tokens`` is kept whole as a chunk and split into
@@ -361,17 +400,28 @@ def prepare_units(items: Sequence[MemoryItem], *, now: _dt.datetime, unit_max_to
             chunk_id = str(uuid7())
             n = chunk_counter.get(item.document_id, 0)
             chunk_counter[item.document_id] = n + 1
-            chunks.append(PreparedChunk(chunk_id=chunk_id, document_id=item.document_id,
-                                        chunk_index=n, text=item.text))
+            chunks.append(
+                PreparedChunk(chunk_id=chunk_id, document_id=item.document_id, chunk_index=n, text=item.text)
+            )
             pieces = sentence_windows(item.text, window_tokens, counter)
         grain: DateGrain | None = "second" if item.occurred_start is not None else None
         for piece in pieces:
-            units.append(PreparedUnit(
-                id=str(uuid7()), item_index=index, text=piece, context=item.context,
-                fact_type=item.fact_type, occurred_start=item.occurred_start,
-                occurred_end=item.occurred_end or item.occurred_start, date_grain=grain,
-                mentioned_at=mentioned, tags=tuple(item.tags),
-                metadata_json=json_dumps(dict(item.metadata)), proof_count=item.proof_count,
-                document_id=item.document_id, chunk_id=chunk_id,
-            ))
+            units.append(
+                PreparedUnit(
+                    id=str(uuid7()),
+                    item_index=index,
+                    text=piece,
+                    context=item.context,
+                    fact_type=item.fact_type,
+                    occurred_start=item.occurred_start,
+                    occurred_end=item.occurred_end or item.occurred_start,
+                    date_grain=grain,
+                    mentioned_at=mentioned,
+                    tags=tuple(item.tags),
+                    metadata_json=json_dumps(dict(item.metadata)),
+                    proof_count=item.proof_count,
+                    document_id=item.document_id,
+                    chunk_id=chunk_id,
+                )
+            )
     return units, chunks

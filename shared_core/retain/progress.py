@@ -30,9 +30,14 @@ class RetainProgress:
         from tqdm.auto import tqdm
 
         self._memories = memories
-        self._bar = tqdm(total=memories * _STAGES, desc="retain: embedding", unit="step",
-                         delay=0.0 if self._progress else DEFAULT_PROGRESS_DELAY_S,
-                         disable=None if self._progress is None else False, leave=False)
+        self._bar = tqdm(
+            total=memories * _STAGES,
+            desc="retain: embedding",
+            unit="step",
+            delay=0.0 if self._progress else DEFAULT_PROGRESS_DELAY_S,
+            disable=None if self._progress is None else False,
+            leave=False,
+        )
 
     def advance(self, steps: int) -> None:
         if self._bar is not None:

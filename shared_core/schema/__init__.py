@@ -21,8 +21,14 @@ from psycopg import sql
 
 from shared_core.errors import ExtensionUnavailableError, SchemaError
 
-__all__ = ["Migration", "apply_migrations", "ensure_extensions", "load_migrations",
-           "schema_dimension", "schema_model"]
+__all__ = [
+    "Migration",
+    "apply_migrations",
+    "ensure_extensions",
+    "load_migrations",
+    "schema_dimension",
+    "schema_model",
+]
 
 _FILE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 # An arbitrary constant: serialises migrations across processes on the same database.
@@ -56,8 +62,11 @@ def load_migrations() -> list[Migration]:
     for entry in root.iterdir():
         match = _FILE.match(entry.name)
         if match:
-            found.append(Migration(version=int(match.group(1)), name=match.group(2),
-                                   text=entry.read_text(encoding="utf-8")))
+            found.append(
+                Migration(
+                    version=int(match.group(1)), name=match.group(2), text=entry.read_text(encoding="utf-8")
+                )
+            )
     return sorted(found, key=lambda m: m.version)
 
 
@@ -69,8 +78,7 @@ def ensure_extensions(conn: psycopg.Connection[Any]) -> None:
                 # IF NOT EXISTS is not safe under concurrency: engines bootstrapping at once
                 # failed with a unique violation. The migrations' lock serialises them.
                 conn.execute(_LOCK, {"key": _LOCK_KEY})
-                conn.execute(sql.SQL("CREATE EXTENSION IF NOT EXISTS {}").format(
-                    sql.Identifier(ext)))
+                conn.execute(sql.SQL("CREATE EXTENSION IF NOT EXISTS {}").format(sql.Identifier(ext)))
         except psycopg.Error as exc:
             package = "pgvector" if ext == "vector" else "contrib (pg_trgm)"
             raise ExtensionUnavailableError(
@@ -111,14 +119,21 @@ def apply_migrations(conn: psycopg.Connection[Any], *, dimension: int) -> list[i
             # The text is a packaged resource, not user input; only the dimension is
             # substituted, as a literal.
             ddl = sql.SQL(cast(LiteralString, migration.text)).format(  # type: ignore[redundant-cast]
-                dimension=sql.Literal(int(dimension)))
+                dimension=sql.Literal(int(dimension))
+            )
             try:
                 conn.execute(ddl)
             except psycopg.Error as exc:
                 raise SchemaError(
                     f"migration {migration.version:04d}_{migration.name} failed: {exc}"
                 ) from exc
-            conn.execute(_RECORD, {"version": migration.version, "name": migration.name,
-                                   "settings": json.dumps({"dimension": int(dimension)})})
+            conn.execute(
+                _RECORD,
+                {
+                    "version": migration.version,
+                    "name": migration.name,
+                    "settings": json.dumps({"dimension": int(dimension)}),
+                },
+            )
             applied_now.append(migration.version)
     return applied_now

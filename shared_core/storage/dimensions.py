@@ -97,13 +97,20 @@ class Dimension:
         cast = sql.SQL("embedding::{}({})").format(sql.SQL(self.kind), sql.Literal(self.size))
         ops = sql.SQL(f"{self.kind}_cosine_ops")
         dims = sql.SQL("vector_dims(embedding) = {}").format(sql.Literal(self.size))
-        out = [_INDEX.format(name=sql.Identifier(f"memory_units_embedding_d{self.size}"),
-                             cast=cast, ops=ops, where=dims)]
+        out = [
+            _INDEX.format(
+                name=sql.Identifier(f"memory_units_embedding_d{self.size}"), cast=cast, ops=ops, where=dims
+            )
+        ]
         for fact_type in FACT_TYPES:
-            out.append(_INDEX.format(
-                name=sql.Identifier(f"memory_units_embedding_d{self.size}_{fact_type}"),
-                cast=cast, ops=ops,
-                where=sql.SQL("fact_type = {} AND {}").format(sql.Literal(fact_type), dims)))
+            out.append(
+                _INDEX.format(
+                    name=sql.Identifier(f"memory_units_embedding_d{self.size}_{fact_type}"),
+                    cast=cast,
+                    ops=ops,
+                    where=sql.SQL("fact_type = {} AND {}").format(sql.Literal(fact_type), dims),
+                )
+            )
         return out
 
 

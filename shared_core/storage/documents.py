@@ -80,8 +80,7 @@ def get_documents_plan(bank: str, ids: Sequence[str]) -> Plan[list[StoredDocumen
     texts, uuids = _ids(ids)
     if not texts:
         return []
-    rows: list[dict[str, Any]] = yield Query(GET_DOCUMENTS, {"bank": bank, "ids": texts,
-                                                            "uuids": uuids})
+    rows: list[dict[str, Any]] = yield Query(GET_DOCUMENTS, {"bank": bank, "ids": texts, "uuids": uuids})
     found: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         found.setdefault(row["key"], []).append(row)
@@ -90,8 +89,7 @@ def get_documents_plan(bank: str, ids: Sequence[str]) -> Plan[list[StoredDocumen
         parts = found.get(key)
         if not parts:
             continue
-        text = parts[0]["chunk"] if parts[0]["chunk"] is not None else " ".join(
-            p["text"] for p in parts)
+        text = parts[0]["chunk"] if parts[0]["chunk"] is not None else " ".join(p["text"] for p in parts)
         out.append(StoredDocument(id=key, text=text, metadata=parts[0]["metadata"]))
     return out
 

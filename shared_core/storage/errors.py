@@ -75,6 +75,7 @@ def map_database_error(exc: BaseException) -> BaseException:
         return DatabaseUnavailableError(f"the database is unavailable: {detail}", sqlstate=state)
     if isinstance(exc, psycopg.Error):
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        return DatabaseError(f"the database refused the call ({exc.sqlstate}): {detail}",
-                             sqlstate=exc.sqlstate)
+        return DatabaseError(
+            f"the database refused the call ({exc.sqlstate}): {detail}", sqlstate=exc.sqlstate
+        )
     return exc

@@ -82,11 +82,9 @@ def delete_plan(bank: str, ids: Sequence[str] | None, document_id: str | None) -
         raise ConfigurationError("delete needs either ids or document_id")
     yield Query(LOCK_BANK_STATS, {"bank": bank}, fetch="none")
     if ids is not None:
-        count: int = yield Query(DELETE_UNITS, {"bank": bank, "ids": parse_ids(ids)},
-                                 fetch="none")
+        count: int = yield Query(DELETE_UNITS, {"bank": bank, "ids": parse_ids(ids)}, fetch="none")
         return count
-    row = yield Query(COUNT_DOCUMENT_UNITS, {"bank": bank, "document_id": document_id},
-                      fetch="one")
+    row = yield Query(COUNT_DOCUMENT_UNITS, {"bank": bank, "document_id": document_id}, fetch="one")
     yield Query(DELETE_DOCUMENT, {"bank": bank, "document_id": document_id}, fetch="none")
     return int(row["n"])
 
@@ -99,7 +97,12 @@ def banks_plan() -> Plan[list[dict[str, Any]]]:
 def stats_plan(bank: str) -> Plan[dict[str, Any]]:
     row = yield Query(BANK_STATS, {"bank": bank}, fetch="one")
     by_type = {k: int(v) for k, v in row["memories_by_type"].items()}
-    return {"bank": bank, "memories": sum(by_type.values()), "memories_by_type": by_type,
-            "documents": int(row["documents"]), "chunks": int(row["chunks"]),
-            "entities": int(row["entities"]),
-            "links_by_type": {k: int(v) for k, v in row["links_by_type"].items()}}
+    return {
+        "bank": bank,
+        "memories": sum(by_type.values()),
+        "memories_by_type": by_type,
+        "documents": int(row["documents"]),
+        "chunks": int(row["chunks"]),
+        "entities": int(row["entities"]),
+        "links_by_type": {k: int(v) for k, v in row["links_by_type"].items()},
+    }

@@ -29,16 +29,14 @@ def _setting_statements(query: Query) -> list[sql.Composed]:
     items = dict(query.settings)
     if query.timeout_ms is not None:
         items["statement_timeout"] = str(int(query.timeout_ms))
-    return [_SET_CONFIG.format(name=sql.Literal(k), value=sql.Literal(v))
-            for k, v in items.items()]
+    return [_SET_CONFIG.format(name=sql.Literal(k), value=sql.Literal(v)) for k, v in items.items()]
 
 
 def _row_factory(query: Query) -> RowFactory[Any]:
     return class_row(query.row_type) if query.row_type is not None else dict_row
 
 
-def _shape(cur: psycopg.Cursor[Any] | psycopg.AsyncCursor[Any], query: Query,
-           rows: list[Any] | None) -> Any:
+def _shape(cur: psycopg.Cursor[Any] | psycopg.AsyncCursor[Any], query: Query, rows: list[Any] | None) -> Any:
     if query.fetch == "none":
         return cur.rowcount
     if query.fetch == "one":
@@ -48,6 +46,7 @@ def _shape(cur: psycopg.Cursor[Any] | psycopg.AsyncCursor[Any], query: Query,
 
 # --------------------------------------------------------------------------------------------
 # sync
+
 
 def _exec_sync(conn: psycopg.Connection[Any], query: Query) -> Any:
     with conn.cursor(row_factory=_row_factory(query)) as cur:
@@ -143,6 +142,7 @@ def run_sync(pool: ConnectionPool[Any], plan: Plan[T], *, executor: ThreadPoolEx
 # --------------------------------------------------------------------------------------------
 # async
 
+
 async def _exec_async(conn: psycopg.AsyncConnection[Any], query: Query) -> Any:
     async with conn.cursor(row_factory=_row_factory(query)) as cur:
         for stmt in _setting_statements(query):
@@ -192,8 +192,7 @@ async def run_async(pool: AsyncConnectionPool[Any], plan: Plan[T]) -> T:
                 if isinstance(op, Compute):
                     value = await asyncio.to_thread(op.fn, *op.args)
                 elif isinstance(op, Concurrently):
-                    value = list(await asyncio.gather(
-                        *(_one_off_async(pool, q) for q in op.queries)))
+                    value = list(await asyncio.gather(*(_one_off_async(pool, q) for q in op.queries)))
                 else:
                     if conn is None:
                         ctx = pool.connection()

@@ -40,8 +40,9 @@ if TYPE_CHECKING:
 
 __all__ = ["EPHEMERAL_PREFIX", "MemoryStream", "Metric", "StreamAppend", "StreamEntry"]
 
-Metric = Literal["cosine_similarity", "cosine_distance", "l2", "l2_squared", "inner_product",
-                 "negative_inner_product"]
+Metric = Literal[
+    "cosine_similarity", "cosine_distance", "l2", "l2_squared", "inner_product", "negative_inner_product"
+]
 """What ``search`` ranks by and returns as ``distance``, computed with pgvector's operator:
 ``cosine_similarity`` = 1 - (a <=> b) (InMemoryVectorStore), ``cosine_distance`` = a <=> b
 (Chroma "cosine", PGVector), ``l2`` = a <-> b (PGVector), ``l2_squared`` = (a <-> b)² (FAISS
@@ -194,20 +195,32 @@ def search_statement(metric: str, *, normalise: bool) -> sql.Composed:
     if metric not in METRICS:
         raise ConfigurationError(f"metric must be one of {sorted(METRICS)}, got {metric!r}")
     template, larger_nearer = _DISTANCE[metric]
-    a, b = ("l2_normalize(u.embedding)", "l2_normalize(%(q)s::vector)") if normalise else (
-        "u.embedding", "%(q)s::vector")
+    a, b = (
+        ("l2_normalize(u.embedding)", "l2_normalize(%(q)s::vector)")
+        if normalise
+        else ("u.embedding", "%(q)s::vector")
+    )
     distance = sql.SQL(template.format(a=a, b=b))
     return sql.SQL(_SEARCH).format(
-        columns=_COLUMNS, from_=_FROM, distance=distance,
-        direction=sql.SQL("DESC" if larger_nearer else "ASC"))
+        columns=_COLUMNS,
+        from_=_FROM,
+        distance=distance,
+        direction=sql.SQL("DESC" if larger_nearer else "ASC"),
+    )
 
 
 def _entry(row: Mapping[str, Any]) -> StreamEntry:
     distance = row.get("distance")
-    return StreamEntry(index=int(row["index"]), memory_id=row["memory_id"], text=row["text"],
-                       metadata=dict(row["metadata"]), created_at=row["created_at"],
-                       last_accessed_at=row["last_accessed_at"], chunk_id=row["chunk_id"],
-                       distance=float(distance) if distance is not None else None)
+    return StreamEntry(
+        index=int(row["index"]),
+        memory_id=row["memory_id"],
+        text=row["text"],
+        metadata=dict(row["metadata"]),
+        created_at=row["created_at"],
+        last_accessed_at=row["last_accessed_at"],
+        chunk_id=row["chunk_id"],
+        distance=float(distance) if distance is not None else None,
+    )
 
 
 def _lock_key(bank: str) -> str:
@@ -247,18 +260,20 @@ def by_ids_plan(bank: str, ids: Sequence[str]) -> Plan[list[StreamEntry]]:
     return [_entry(r) for r in rows]
 
 
-def search_plan(bank: str, vector: npt.NDArray[np.float32], *, k: int, metric: str,
-                normalise: bool, filter_json: str) -> Plan[list[StreamEntry]]:
-    rows = yield Query(search_statement(metric, normalise=normalise),
-                       {"bank": bank, "q": vector, "k": k, "filter": filter_json})
+def search_plan(
+    bank: str, vector: npt.NDArray[np.float32], *, k: int, metric: str, normalise: bool, filter_json: str
+) -> Plan[list[StreamEntry]]:
+    rows = yield Query(
+        search_statement(metric, normalise=normalise),
+        {"bank": bank, "q": vector, "k": k, "filter": filter_json},
+    )
     return [_entry(r) for r in rows]
 
 
 def touch_plan(bank: str, indexes: Sequence[int], at: _dt.datetime) -> Plan[int]:
     if not indexes:
         return 0
-    count: int = yield Query(TOUCH, {"bank": bank, "at": at, "idx": list(indexes)},
-                             fetch="none")
+    count: int = yield Query(TOUCH, {"bank": bank, "at": at, "idx": list(indexes)}, fetch="none")
     return count
 
 
@@ -287,8 +302,7 @@ def drop_plan(bank: str) -> Plan[int]:
 def sweep_plan() -> Plan[list[str]]:
     """Drop private banks whose process ended without dropping them (killed, crashed)."""
     rows = yield Query(EPHEMERAL_BANKS)
-    dead = [r["bank_id"] for r in rows if isinstance(r["owner"], Mapping)
-            and not _alive(r["owner"])]
+    dead = [r["bank_id"] for r in rows if isinstance(r["owner"], Mapping) and not _alive(r["owner"])]
     for bank in dead:
         yield Query(DROP_BANK, {"bank": bank}, fetch="none")
     return dead
@@ -323,20 +337,28 @@ class MemoryStream:
         return f"<MemoryStream {kind}bank={self.bank!r}>"
 
     # ------------------------------------------------------------ append
-    def _append_plan(self, items: Sequence[Any], accessed_at: Sequence[_dt.datetime] | None,
-                     created_at: Sequence[_dt.datetime] | None,
-                     vectors: Sequence[npt.NDArray[np.float32]] | None) -> Plan[StreamAppend]:
+    def _append_plan(
+        self,
+        items: Sequence[Any],
+        accessed_at: Sequence[_dt.datetime] | None,
+        created_at: Sequence[_dt.datetime] | None,
+        vectors: Sequence[npt.NDArray[np.float32]] | None,
+    ) -> Plan[StreamAppend]:
         n = len(items)
         now = _dt.datetime.now(_dt.UTC)
         la = list(accessed_at) if accessed_at is not None else [now] * n
         ca = list(created_at) if created_at is not None else list(la)
         if len(la) != n or len(ca) != n or (vectors is not None and len(vectors) != n):
-            raise ConfigurationError("accessed_at, created_at and vectors need one value per "
-                                     f"item ({n})")
+            raise ConfigurationError(f"accessed_at, created_at and vectors need one value per item ({n})")
         marked = []
         for i, raw in enumerate(items):
-            item = raw if isinstance(raw, MemoryItem) else MemoryItem(text=raw) \
-                if isinstance(raw, str) else MemoryItem(**raw)
+            item = (
+                raw
+                if isinstance(raw, MemoryItem)
+                else MemoryItem(text=raw)
+                if isinstance(raw, str)
+                else MemoryItem(**raw)
+            )
             meta = dict(item.metadata)
             meta[_PENDING] = i
             changes: dict[str, Any] = {"metadata": meta}
@@ -344,15 +366,14 @@ class MemoryStream:
                 changes["embedding"] = [float(x) for x in vectors[i]]
             marked.append(dataclasses.replace(item, **changes))
         yield Query(LOCK, {"key": _lock_key(self.bank)}, fetch="one")
-        ids: list[str] = yield from self.engine.retain_plan(marked, bank=self.bank,
-                                                            progress=False)
+        ids: list[str] = yield from self.engine.retain_plan(marked, bank=self.bank, progress=False)
         if self.ephemeral:
-            yield Query(MARK_EPHEMERAL, {"bank": self.bank, "owner": json.dumps(_owner())},
-                        fetch="none")
+            yield Query(MARK_EPHEMERAL, {"bank": self.bank, "owner": json.dumps(_owner())}, fetch="none")
         row = yield Query(NEXT_INDEX, {"bank": self.bank}, fetch="one")
         base = int(row["base"])
-        rows = yield Query(FINALISE, {"bank": self.bank, "base": base,
-                                      "rel": list(range(n)), "la": la, "ca": ca, "ids": ids})
+        rows = yield Query(
+            FINALISE, {"bank": self.bank, "base": base, "rel": list(range(n)), "la": la, "ca": ca, "ids": ids}
+        )
         first: dict[int, str] = {}
         split: set[int] = set()
         for r in sorted(rows, key=lambda r: r["memory_id"]):
@@ -366,17 +387,20 @@ class MemoryStream:
             for rel, vector in enumerate(vectors):
                 v = np.asarray(vector, dtype=np.float32)
                 if rel in split or not _is_unit(v):
-                    yield Query(SET_VECTOR, {"bank": self.bank, "idx": base + rel, "v": v},
-                                fetch="none")
+                    yield Query(SET_VECTOR, {"bank": self.bank, "idx": base + rel, "v": v}, fetch="none")
         missing = [i for i in range(n) if i not in first]
         if missing:
             raise HindsightError(f"stream append lost items {missing}")
         return StreamAppend(base=base, memory_ids=tuple(first[i] for i in range(n)))
 
-    def append(self, items: Sequence[MemoryItem | str | Mapping[str, Any]], *,
-               accessed_at: Sequence[_dt.datetime] | None = None,
-               created_at: Sequence[_dt.datetime] | None = None,
-               vectors: Sequence[npt.NDArray[np.float32]] | None = None) -> StreamAppend:
+    def append(
+        self,
+        items: Sequence[MemoryItem | str | Mapping[str, Any]],
+        *,
+        accessed_at: Sequence[_dt.datetime] | None = None,
+        created_at: Sequence[_dt.datetime] | None = None,
+        vectors: Sequence[npt.NDArray[np.float32]] | None = None,
+    ) -> StreamAppend:
         """Retain ``items`` and give them the next positions, in one transaction.
 
         ``accessed_at`` / ``created_at`` (aware datetimes, one per item) default to now;
@@ -385,14 +409,16 @@ class MemoryStream:
         """
         return self.engine.run(self._append_plan(items, accessed_at, created_at, vectors))
 
-    async def aappend(self, items: Sequence[MemoryItem | str | Mapping[str, Any]], *,
-                      accessed_at: Sequence[_dt.datetime] | None = None,
-                      created_at: Sequence[_dt.datetime] | None = None,
-                      vectors: Sequence[npt.NDArray[np.float32]] | None = None
-                      ) -> StreamAppend:
+    async def aappend(
+        self,
+        items: Sequence[MemoryItem | str | Mapping[str, Any]],
+        *,
+        accessed_at: Sequence[_dt.datetime] | None = None,
+        created_at: Sequence[_dt.datetime] | None = None,
+        vectors: Sequence[npt.NDArray[np.float32]] | None = None,
+    ) -> StreamAppend:
         """Async twin of :meth:`append`."""
-        return await self.engine.arun(self._append_plan(items, accessed_at, created_at,
-                                                        vectors))
+        return await self.engine.arun(self._append_plan(items, accessed_at, created_at, vectors))
 
     # ------------------------------------------------------------ read
     def recent(self, k: int) -> list[StreamEntry]:
@@ -416,26 +442,45 @@ class MemoryStream:
     async def aby_ids(self, memory_ids: Sequence[str]) -> list[StreamEntry]:
         return await self.engine.arun(by_ids_plan(self.bank, memory_ids))
 
-    def _search(self, vector: npt.ArrayLike, k: int, metric: str, normalise: bool,
-                filter: Mapping[str, Any] | None) -> Plan[list[StreamEntry]]:
+    def _search(
+        self, vector: npt.ArrayLike, k: int, metric: str, normalise: bool, filter: Mapping[str, Any] | None
+    ) -> Plan[list[StreamEntry]]:
         from shared_core.retain.prepare import json_dumps
 
         if not isinstance(k, int) or isinstance(k, bool) or k < 0:
             raise ConfigurationError(f"k must be a non-negative integer, got {k!r}")
-        return search_plan(self.bank, np.asarray(vector, dtype=np.float32), k=k, metric=metric,
-                           normalise=normalise, filter_json=json_dumps(dict(filter or {})))
+        return search_plan(
+            self.bank,
+            np.asarray(vector, dtype=np.float32),
+            k=k,
+            metric=metric,
+            normalise=normalise,
+            filter_json=json_dumps(dict(filter or {})),
+        )
 
-    def search(self, vector: npt.ArrayLike, *, k: int, metric: Metric = "cosine_similarity",
-               normalise: bool = False, filter: Mapping[str, Any] | None = None
-               ) -> list[StreamEntry]:
+    def search(
+        self,
+        vector: npt.ArrayLike,
+        *,
+        k: int,
+        metric: Metric = "cosine_similarity",
+        normalise: bool = False,
+        filter: Mapping[str, Any] | None = None,
+    ) -> list[StreamEntry]:
         """The ``k`` entries nearest ``vector`` under ``metric`` (exact), nearest first, each
         with its ``distance``. ``filter``: metadata the entries must contain (JSON
         containment)."""
         return self.engine.run(self._search(vector, k, metric, normalise, filter))
 
-    async def asearch(self, vector: npt.ArrayLike, *, k: int,
-                      metric: Metric = "cosine_similarity", normalise: bool = False,
-                      filter: Mapping[str, Any] | None = None) -> list[StreamEntry]:
+    async def asearch(
+        self,
+        vector: npt.ArrayLike,
+        *,
+        k: int,
+        metric: Metric = "cosine_similarity",
+        normalise: bool = False,
+        filter: Mapping[str, Any] | None = None,
+    ) -> list[StreamEntry]:
         """Async twin of :meth:`search`."""
         return await self.engine.arun(self._search(vector, k, metric, normalise, filter))
 
@@ -470,8 +515,13 @@ class MemoryStream:
         row = self.engine.run(bank_plan(self.bank))
         if row is not None:
             embedder = self.engine.embedder
-            check_bank_embedder(self.bank, row["embedding_model"], row["embedding_dimension"],
-                                embedder.model_name, embedder.dimension)
+            check_bank_embedder(
+                self.bank,
+                row["embedding_model"],
+                row["embedding_dimension"],
+                embedder.model_name,
+                embedder.dimension,
+            )
 
     def drop(self) -> None:
         """Delete the whole bank (every memory, not only the stream)."""

@@ -31,14 +31,14 @@ def _plan(engine: MemoryEngine, bank: str, dimension: int) -> str:
 
         register_vector(conn)
         conn.execute("SET enable_seqscan = off")
-        rows = conn.execute(psycopg.sql.SQL("EXPLAIN ") + statement,
-                            {"bank": bank, "qvec": vector, "n": 10, "semantic_min": -1.0,
-                             "tags": None}).fetchall()
+        rows = conn.execute(
+            psycopg.sql.SQL("EXPLAIN ") + statement,
+            {"bank": bank, "qvec": vector, "n": 10, "semantic_min": -1.0, "tags": None},
+        ).fetchall()
     return "\n".join(r[0] for r in rows)
 
 
-def test_banks_of_two_dimensions_side_by_side(engine: MemoryEngine, wide: MemoryEngine,
-                                              bank: str) -> None:
+def test_banks_of_two_dimensions_side_by_side(engine: MemoryEngine, wide: MemoryEngine, bank: str) -> None:
     narrow_bank, wide_bank = bank + "-384", bank + "-1536"
     engine.retain(TEXTS, bank=narrow_bank, progress=False)
     wide.retain(TEXTS, bank=wide_bank, progress=False)

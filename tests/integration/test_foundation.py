@@ -26,7 +26,10 @@ def _count(engine: MemoryEngine, table: str, bank: str) -> int:
     with psycopg.connect(engine.dsn) as conn:
         row = conn.execute(
             psycopg.sql.SQL("SELECT count(*) FROM {} WHERE bank_id = %s").format(
-                psycopg.sql.Identifier(table)), (bank,)).fetchone()
+                psycopg.sql.Identifier(table)
+            ),
+            (bank,),
+        ).fetchone()
         assert row is not None
         return int(row[0])
 
@@ -34,15 +37,26 @@ def _count(engine: MemoryEngine, table: str, bank: str) -> int:
 def test_migrations_are_versioned_and_idempotent(engine: MemoryEngine) -> None:
     engine.stats("warm-up")  # bootstraps the schema
     with psycopg.connect(engine.dsn) as conn:
-        versions = [r[0] for r in conn.execute(
-            "SELECT version FROM schema_migrations ORDER BY version").fetchall()]
+        versions = [
+            r[0] for r in conn.execute("SELECT version FROM schema_migrations ORDER BY version").fetchall()
+        ]
         assert versions == [m.version for m in load_migrations()]
         assert apply_migrations(conn, dimension=384) == []  # second run: nothing to do
         assert apply_migrations(conn, dimension=384) == []
-        tables = {r[0] for r in conn.execute(
-            "SELECT tablename FROM pg_tables WHERE schemaname = 'public'").fetchall()}
-    assert {"banks", "memory_units", "documents", "chunks", "entities", "unit_entities",
-            "memory_links", "schema_migrations"} <= tables
+        tables = {
+            r[0]
+            for r in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'").fetchall()
+        }
+    assert {
+        "banks",
+        "memory_units",
+        "documents",
+        "chunks",
+        "entities",
+        "unit_entities",
+        "memory_links",
+        "schema_migrations",
+    } <= tables
 
 
 def test_every_table_but_the_migration_log_carries_the_bank(engine: MemoryEngine) -> None:
@@ -76,26 +90,33 @@ def test_one_bad_item_writes_nothing_and_names_the_item(engine: MemoryEngine, ba
     assert engine.stats(bank).memories == 0
 
 
-@pytest.mark.parametrize(("item", "reason"), [
-    ("   ", "empty"),
-    ({"text": 42}, "string"),
-    (MemoryItem(text="x", occurred_start=dt.datetime(2024, 2, 1),
-                occurred_end=dt.datetime(2024, 1, 1)), "before"),
-    ({"text": "x", "colour": "red"}, "unknown field"),
-    ({"text": "x", "proof_count": 0}, "proof_count"),
-    (MemoryItem(text="bad\x00byte"), "NUL"),
-    (3.14, "expected a str"),
-])
-def test_bad_items_are_rejected_with_their_index(engine: MemoryEngine, bank: str,
-                                                 item: object, reason: str) -> None:
+@pytest.mark.parametrize(
+    ("item", "reason"),
+    [
+        ("   ", "empty"),
+        ({"text": 42}, "string"),
+        (
+            MemoryItem(
+                text="x", occurred_start=dt.datetime(2024, 2, 1), occurred_end=dt.datetime(2024, 1, 1)
+            ),
+            "before",
+        ),
+        ({"text": "x", "colour": "red"}, "unknown field"),
+        ({"text": "x", "proof_count": 0}, "proof_count"),
+        (MemoryItem(text="bad\x00byte"), "NUL"),
+        (3.14, "expected a str"),
+    ],
+)
+def test_bad_items_are_rejected_with_their_index(
+    engine: MemoryEngine, bank: str, item: object, reason: str
+) -> None:
     with pytest.raises(InvalidItemError, match=reason) as err:
         engine.retain(["fine", item], bank=bank)
     assert err.value.index == 1
     assert engine.stats(bank).memories == 0
 
 
-def test_a_failure_inside_the_transaction_rolls_back_everything(engine: MemoryEngine,
-                                                                bank: str) -> None:
+def test_a_failure_inside_the_transaction_rolls_back_everything(engine: MemoryEngine, bank: str) -> None:
     # The second item's supplied embedding has the wrong size: detected after validation,
     # while the plan runs. Nothing of the call may remain.
     items = [MemoryItem(text="one"), MemoryItem(text="two", embedding=[0.1, 0.2])]
@@ -136,8 +157,7 @@ def test_dimension_mismatch_names_both(engine: MemoryEngine, bank: str) -> None:
     assert engine.stats(bank).memories == 1
 
 
-def test_an_engine_of_another_dimension_gets_banks_of_its_own(engine: MemoryEngine,
-                                                              bank: str) -> None:
+def test_an_engine_of_another_dimension_gets_banks_of_its_own(engine: MemoryEngine, bank: str) -> None:
     engine.retain(["made with MiniLM"], bank=bank)
     other = MemoryEngine(engine.dsn, embedder=TinyEmbedder())
     try:
@@ -152,14 +172,20 @@ def test_an_engine_of_another_dimension_gets_banks_of_its_own(engine: MemoryEngi
 def test_precomputed_embeddings_are_used(engine: MemoryEngine, bank: str) -> None:
     vector = np.zeros(384, dtype=np.float32)
     vector[0] = 2.0
-    (i, j) = engine.retain([MemoryItem(text="precomputed", embedding=vector.tolist()),
-                            MemoryItem(text="numpy", embedding=vector)], bank=bank)
+    (i, j) = engine.retain(
+        [
+            MemoryItem(text="precomputed", embedding=vector.tolist()),
+            MemoryItem(text="numpy", embedding=vector),
+        ],
+        bank=bank,
+    )
     assert engine.get(j, bank=bank) is not None  # numpy arrays are accepted as they are
     (k,) = engine.retain([MemoryItem(text="only numpy", embedding=vector)], bank=bank)
     assert engine.get(k, bank=bank) is not None
     with psycopg.connect(engine.dsn) as conn:
-        row = conn.execute("SELECT embedding::text FROM memory_units WHERE bank_id = %s AND id = %s",
-                           (bank, i)).fetchone()
+        row = conn.execute(
+            "SELECT embedding::text FROM memory_units WHERE bank_id = %s AND id = %s", (bank, i)
+        ).fetchone()
     assert row is not None and row[0].startswith("[1,0,0")  # stored L2-normalised
 
 
@@ -176,15 +202,13 @@ def test_long_items_become_a_chunk_and_sentence_windows(engine: MemoryEngine, ba
 
 
 def test_naive_datetimes_are_utc(engine: MemoryEngine, bank: str) -> None:
-    (i,) = engine.retain([MemoryItem(text="dated", mentioned_at=dt.datetime(2023, 5, 8, 13, 56))],
-                         bank=bank)
+    (i,) = engine.retain([MemoryItem(text="dated", mentioned_at=dt.datetime(2023, 5, 8, 13, 56))], bank=bank)
     record = engine.get(i, bank=bank)
     assert record is not None
     assert record.mentioned_at == dt.datetime(2023, 5, 8, 13, 56, tzinfo=dt.UTC)
 
 
-def test_a_dsn_to_the_embedded_server_works_like_the_default(engine: MemoryEngine,
-                                                             bank: str) -> None:
+def test_a_dsn_to_the_embedded_server_works_like_the_default(engine: MemoryEngine, bank: str) -> None:
     (i,) = engine.retain(["shared through the DSN"], bank=bank)
     sqlalchemy_url = engine.dsn.replace("postgresql://", "postgresql+psycopg://", 1)
     with MemoryEngine(sqlalchemy_url) as other:
@@ -206,8 +230,9 @@ def test_async_twins_share_the_implementation(engine: MemoryEngine, bank: str) -
     assert engine.stats(bank).memories == 1
 
 
-def test_asyncio_run_closes_the_async_pool_it_opened(engine: MemoryEngine, bank: str,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_asyncio_run_closes_the_async_pool_it_opened(
+    engine: MemoryEngine, bank: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # A user's asyncio.run(main()) that never awaits aclose(), with concurrent first calls:
     # they must share one pool, and the loop's shutdown must close it (orphan pools' workers
     # used to hang asyncio.run's exit).

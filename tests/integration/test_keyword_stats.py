@@ -27,8 +27,11 @@ def _bank(prefix: str) -> str:
 def plain(engine: MemoryEngine) -> Iterator[MemoryEngine]:
     """Fixed query vector (e0), no retain-time extraction: search vectors hold the text only."""
     engine.stats("warm-up")
-    eng = MemoryEngine(engine.dsn, embedder=FixedQueryEmbedder(),
-                       config=EngineConfig(extract_entities=False, extract_dates=False))
+    eng = MemoryEngine(
+        engine.dsn,
+        embedder=FixedQueryEmbedder(),
+        config=EngineConfig(extract_entities=False, extract_dates=False),
+    )
     yield eng
     eng.close()
 
@@ -41,34 +44,45 @@ def _with(eng: MemoryEngine, **settings: object) -> MemoryEngine:
 def _stats(dsn: str, bank: str) -> tuple[tuple[int, int], dict[str, int]]:
     """(memories, lexemes) and {lexeme: df} as kept by the triggers, zero rows left out."""
     with psycopg.connect(dsn) as conn:
-        row = conn.execute("SELECT memories, lexemes FROM bank_stats WHERE bank_id = %s",
-                           (bank,)).fetchone()
-        terms = conn.execute("SELECT lexeme, df FROM term_stats WHERE bank_id = %s AND df > 0",
-                             (bank,)).fetchall()
+        row = conn.execute("SELECT memories, lexemes FROM bank_stats WHERE bank_id = %s", (bank,)).fetchone()
+        terms = conn.execute(
+            "SELECT lexeme, df FROM term_stats WHERE bank_id = %s AND df > 0", (bank,)
+        ).fetchall()
     return (tuple(row) if row else (0, 0)), dict(terms)  # type: ignore[return-value]
 
 
 def _counted(dsn: str, bank: str) -> tuple[tuple[int, int], dict[str, int]]:
     """The same numbers counted from memory_units directly."""
     with psycopg.connect(dsn) as conn:
-        row = conn.execute("SELECT count(*), coalesce(sum(length(search_vector)), 0) "
-                           "FROM memory_units WHERE bank_id = %s", (bank,)).fetchone()
+        row = conn.execute(
+            "SELECT count(*), coalesce(sum(length(search_vector)), 0) FROM memory_units WHERE bank_id = %s",
+            (bank,),
+        ).fetchone()
         terms = conn.execute(
             "SELECT x, count(*) FROM memory_units u, unnest(tsvector_to_array(u.search_vector)) x "
-            "WHERE u.bank_id = %s GROUP BY x", (bank,)).fetchall()
+            "WHERE u.bank_id = %s GROUP BY x",
+            (bank,),
+        ).fetchall()
     assert row is not None
     return (int(row[0]), int(row[1])), dict(terms)
 
 
 # --- statistics ----------------------------------------------------------------------------------
 
+
 def test_statistics_follow_retain_delete_and_document_replacement(plain: MemoryEngine) -> None:
     bank = _bank("stats")
     dsn = plain.dsn
-    ids = plain.retain([MemoryItem(text=t, embedding=vec(0.5, axis=i + 1)) for i, t in enumerate(
-        ["Herons fish in the pond.", "A heron and a frog.", "Frogs sing at night."])], bank=bank)
-    plain.retain(["The pond froze in winter.", "Herons left the frozen pond."], bank=bank,
-                 document_id="diary")
+    ids = plain.retain(
+        [
+            MemoryItem(text=t, embedding=vec(0.5, axis=i + 1))
+            for i, t in enumerate(["Herons fish in the pond.", "A heron and a frog.", "Frogs sing at night."])
+        ],
+        bank=bank,
+    )
+    plain.retain(
+        ["The pond froze in winter.", "Herons left the frozen pond."], bank=bank, document_id="diary"
+    )
     stats, terms = _stats(dsn, bank)
     assert stats[0] == 5
     assert (stats, terms) == _counted(dsn, bank)
@@ -92,8 +106,11 @@ def test_statistics_follow_a_users_own_text_update(plain: MemoryEngine) -> None:
     bank = _bank("stats-upd")
     (uid,) = plain.retain(["A kingfisher dived."], bank=bank)
     with psycopg.connect(plain.dsn) as conn:
-        conn.execute("UPDATE memory_units SET search_vector = to_tsvector('english', "
-                     "'an otter swam and swam') WHERE bank_id = %s AND id = %s", (bank, uid))
+        conn.execute(
+            "UPDATE memory_units SET search_vector = to_tsvector('english', "
+            "'an otter swam and swam') WHERE bank_id = %s AND id = %s",
+            (bank, uid),
+        )
     stats, terms = _stats(plain.dsn, bank)
     assert (stats, terms) == _counted(plain.dsn, bank)
     assert "kingfish" not in terms and terms["otter"] == 1
@@ -119,8 +136,10 @@ def test_banks_do_not_share_statistics(plain: MemoryEngine) -> None:
 
 def test_embeddings_are_stored_in_the_row(plain: MemoryEngine) -> None:
     with psycopg.connect(plain.dsn) as conn:
-        row = conn.execute("SELECT attstorage FROM pg_attribute WHERE attrelid = "
-                           "'memory_units'::regclass AND attname = 'embedding'").fetchone()
+        row = conn.execute(
+            "SELECT attstorage FROM pg_attribute WHERE attrelid = "
+            "'memory_units'::regclass AND attname = 'embedding'"
+        ).fetchone()
     assert row == ("m",)  # MAIN: inline unless nothing else makes the row fit
 
 
@@ -138,8 +157,9 @@ def test_new_embedded_server_is_tuned() -> None:
     try:
         with psycopg.connect(dsn) as conn:
             for name, value in embedded_settings().items():
-                shown = conn.execute("SELECT setting, unit FROM pg_settings WHERE name = %s",
-                                     (name,)).fetchone()
+                shown = conn.execute(
+                    "SELECT setting, unit FROM pg_settings WHERE name = %s", (name,)
+                ).fetchone()
                 assert shown is not None
                 setting, unit = shown
                 if unit == "8kB":
@@ -153,23 +173,35 @@ def test_new_embedded_server_is_tuned() -> None:
 
 # --- BM25 --------------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def heron_bank(plain: MemoryEngine) -> tuple[str, dict[str, str]]:
     bank = _bank("bm25")
-    texts = {"m1": "heron heron heron", "m2": "heron pond", "m3": "pond frog", "m4": "frog lily",
-             "m5": "lily pad", "m6": "pad thai", "m7": "thai basil", "m8": "basil leaf"}
+    texts = {
+        "m1": "heron heron heron",
+        "m2": "heron pond",
+        "m3": "pond frog",
+        "m4": "frog lily",
+        "m5": "lily pad",
+        "m6": "pad thai",
+        "m7": "thai basil",
+        "m8": "basil leaf",
+    }
     # cosine 0 to the query: only the keyword arm finds them
-    ids = plain.retain([MemoryItem(text=t, embedding=vec(0.0, axis=30 + i))
-                        for i, t in enumerate(texts.values())], bank=bank)
+    ids = plain.retain(
+        [MemoryItem(text=t, embedding=vec(0.0, axis=30 + i)) for i, t in enumerate(texts.values())], bank=bank
+    )
     return bank, dict(zip(texts, ids, strict=True))
 
 
-def test_bm25_scores_are_okapi_bm25(plain: MemoryEngine,
-                                    heron_bank: tuple[str, dict[str, str]]) -> None:
+def test_bm25_scores_are_okapi_bm25(plain: MemoryEngine, heron_bank: tuple[str, dict[str, str]]) -> None:
     bank, ids = heron_bank
     with psycopg.connect(plain.dsn) as conn:
-        dl = dict(conn.execute("SELECT id::text, length(search_vector) FROM memory_units "
-                               "WHERE bank_id = %s", (bank,)).fetchall())
+        dl = dict(
+            conn.execute(
+                "SELECT id::text, length(search_vector) FROM memory_units WHERE bank_id = %s", (bank,)
+            ).fetchall()
+        )
     # dl counts distinct lexemes, the text's and the signals' (the date a memory was said)
     assert dl[ids["m2"]] == dl[ids["m1"]] + 1  # m2 adds "pond"
     k1, b = 1.2, 0.75
@@ -180,8 +212,7 @@ def test_bm25_scores_are_okapi_bm25(plain: MemoryEngine,
     def bm25(tf: int, length: int) -> float:
         return idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avgdl))
 
-    result = _with(plain, keyword="bm25", bm25_k1=k1, bm25_b=b).recall(
-        "heron", bank=bank, trace=True)
+    result = _with(plain, keyword="bm25", bm25_k1=k1, bm25_b=b).recall("heron", bank=bank, trace=True)
     assert result.trace is not None
     keyword = dict(result.trace.arms["keyword"])
     assert list(keyword) == [ids["m1"], ids["m2"]]
@@ -192,12 +223,14 @@ def test_bm25_scores_are_okapi_bm25(plain: MemoryEngine,
 def test_bm25_prefers_the_rarer_term(plain: MemoryEngine) -> None:
     bank = _bank("bm25-idf")
     texts = [f"river stone {i}" for i in range(6)] + ["river otter"]
-    ids = plain.retain([MemoryItem(text=t, embedding=vec(0.0, axis=40 + i))
-                        for i, t in enumerate(texts)], bank=bank)
+    ids = plain.retain(
+        [MemoryItem(text=t, embedding=vec(0.0, axis=40 + i)) for i, t in enumerate(texts)], bank=bank
+    )
     # "stone" is in six memories, "otter" in one: the otter memory matches one rare term, each
     # stone memory one common term.
     result = _with(plain, keyword="bm25", keyword_bank_max_df=1.0).recall(
-        "stone otter", bank=bank, trace=True)
+        "stone otter", bank=bank, trace=True
+    )
     assert result.trace is not None
     assert result.trace.arms["keyword"][0][0] == ids[-1]
 
@@ -205,8 +238,13 @@ def test_bm25_prefers_the_rarer_term(plain: MemoryEngine) -> None:
 @pytest.mark.parametrize("query", ["北京烤鸭", "quokka & tea | !x:*", "'; DROP TABLE banks; --"])
 def test_bm25_handles_cjk_and_metacharacters(plain: MemoryEngine, query: str) -> None:
     bank = _bank("bm25-cjk")
-    ids = plain.retain([MemoryItem(text=t, embedding=vec(0.0, axis=50 + i)) for i, t in
-                        enumerate(["我喜欢吃北京烤鸭。", "A quokka drank tea."])], bank=bank)
+    ids = plain.retain(
+        [
+            MemoryItem(text=t, embedding=vec(0.0, axis=50 + i))
+            for i, t in enumerate(["我喜欢吃北京烤鸭。", "A quokka drank tea."])
+        ],
+        bank=bank,
+    )
     # two memories: a term in one of them is never "common" (found in more than one memory)
     result = _with(plain, keyword="bm25").recall(query, bank=bank, trace=True)
     assert result.trace is not None
@@ -225,36 +263,42 @@ def test_bad_keyword_settings_are_named(settings: dict[str, object]) -> None:
 
 # --- term selection --------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("ranking", ["fulltext", "bm25"])
 def test_postings_budget_keeps_the_rarest_terms(plain: MemoryEngine, ranking: str) -> None:
     bank = _bank("postings")
     texts = [f"meadow note {i}" for i in range(8)] + ["meadow lark", "a lark alone"]
-    ids = plain.retain([MemoryItem(text=t, embedding=vec(0.0, axis=60 + i))
-                        for i, t in enumerate(texts)], bank=bank)
+    ids = plain.retain(
+        [MemoryItem(text=t, embedding=vec(0.0, axis=60 + i)) for i, t in enumerate(texts)], bank=bank
+    )
     # df: lark 2, meadow 9. A budget of 5 postings keeps "lark" and leaves "meadow" out.
     tight = _with(plain, keyword=ranking, keyword_max_postings=5, keyword_bank_max_df=1.0).recall(
-        "meadow lark", bank=bank, trace=True)
+        "meadow lark", bank=bank, trace=True
+    )
     assert tight.trace is not None
     assert {i for i, _ in tight.trace.arms["keyword"]} == {ids[-2], ids[-1]}
-    roomy = _with(plain, keyword=ranking, keyword_max_postings=100,
-                  keyword_bank_max_df=1.0).recall(
-        "meadow lark", bank=bank, trace=True)
+    roomy = _with(plain, keyword=ranking, keyword_max_postings=100, keyword_bank_max_df=1.0).recall(
+        "meadow lark", bank=bank, trace=True
+    )
     assert roomy.trace is not None
     assert {i for i, _ in roomy.trace.arms["keyword"]} == set(ids)
 
 
 def test_postings_budget_always_keeps_one_term(plain: MemoryEngine) -> None:
     bank = _bank("postings-one")
-    ids = plain.retain([MemoryItem(text=f"willow {i}", embedding=vec(0.0, axis=80 + i))
-                        for i in range(4)], bank=bank)
+    ids = plain.retain(
+        [MemoryItem(text=f"willow {i}", embedding=vec(0.0, axis=80 + i)) for i in range(4)], bank=bank
+    )
     result = _with(plain, keyword_max_postings=1, keyword_bank_max_df=1.0).recall(
-        "willow", bank=bank, trace=True)
+        "willow", bank=bank, trace=True
+    )
     assert result.trace is not None
     assert {i for i, _ in result.trace.arms["keyword"]} == set(ids)
 
 
 def test_upgrading_a_database_with_memories_backfills_the_statistics(
-        plain: MemoryEngine, monkeypatch: pytest.MonkeyPatch) -> None:
+    plain: MemoryEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from psycopg import sql
 
     from shared_core import schema
@@ -268,38 +312,49 @@ def test_upgrading_a_database_with_memories_backfills_the_statistics(
         with psycopg.connect(dsn, autocommit=True) as conn:
             schema.ensure_extensions(conn)
             conn.autocommit = False
-            monkeypatch.setattr(schema, "load_migrations",
-                                lambda: [m for m in every if m.version < 4])
+            monkeypatch.setattr(schema, "load_migrations", lambda: [m for m in every if m.version < 4])
             schema.apply_migrations(conn, dimension=384)
             # memories written before 0004, as that version's retain wrote them
-            conn.execute("INSERT INTO banks (bank_id, embedding_model, embedding_dimension) "
-                         "VALUES ('old', 'fixed', 384)")
+            conn.execute(
+                "INSERT INTO banks (bank_id, embedding_model, embedding_dimension) "
+                "VALUES ('old', 'fixed', 384)"
+            )
             for i, text in enumerate(["Owls hunt at dusk.", "Owls and owls.", "Bats too."]):
                 conn.execute(
                     "INSERT INTO memory_units (bank_id, id, text, embedding, fact_type, "
                     "search_vector) VALUES ('old', %s, %s, %s::vector, 'world', "
                     "to_tsvector('english', %s))",
-                    (uuid.uuid4(), text, str(vec(0.5, axis=i + 1)), text))
+                    (uuid.uuid4(), text, str(vec(0.5, axis=i + 1)), text),
+                )
             conn.commit()
         monkeypatch.setattr(schema, "load_migrations", lambda: every)
         with psycopg.connect(dsn) as conn:
             assert schema.apply_migrations(conn, dimension=384) == [
-                m.version for m in every if m.version >= 4]
+                m.version for m in every if m.version >= 4
+            ]
         stats, terms = _stats(dsn, "old")
         assert stats[0] == 3 and terms["owl"] == 2
         assert (stats, terms) == _counted(dsn, "old")
     finally:
         with psycopg.connect(plain.dsn, autocommit=True) as admin:
-            admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
-                sql.Identifier(name)))
+            admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
 def test_a_term_in_most_of_a_small_bank_is_dropped(plain: MemoryEngine) -> None:
     bank = _bank("small-common")
-    ids = plain.retain([MemoryItem(text=t, embedding=vec(0.0, axis=90 + i)) for i, t in
-                        enumerate(["Alice joined Google as an engineer.",
-                                   "Alice adopted a cat named Miso.",
-                                   "Bob moved to Paris."])], bank=bank)
+    ids = plain.retain(
+        [
+            MemoryItem(text=t, embedding=vec(0.0, axis=90 + i))
+            for i, t in enumerate(
+                [
+                    "Alice joined Google as an engineer.",
+                    "Alice adopted a cat named Miso.",
+                    "Bob moved to Paris.",
+                ]
+            )
+        ],
+        bank=bank,
+    )
     result = _with(plain).recall("Where does Alice work?", bank=bank, trace=True)
     assert result.trace is not None
     assert result.trace.arms["keyword"] == []  # "alice": 2 of 3 memories; "work": none

@@ -22,26 +22,51 @@ from shared_core import ConfigurationError, MemoryEngine
 FAKE = DeterministicFakeEmbedding(size=384)
 
 OLD_DOCS = [
-    Document(id="a1", page_content="Alice joined Google in March 2021 as an engineer.",
-             metadata={"occurred_at": "2021-03-01T00:00:00Z", "tags": ["alice", "work"],
-                       "source": "hr"}),
-    Document(id="a2", page_content="Bob moved to Paris in the summer of 2019.",
-             metadata={"timestamp": datetime.datetime(2019, 7, 1, tzinfo=datetime.UTC)
-                       .timestamp(), "tags": ["bob"]}),
-    Document(id="a3", page_content="The quarterly report lives in the shared drive.",
-             metadata={"source": "calendar"}),
+    Document(
+        id="a1",
+        page_content="Alice joined Google in March 2021 as an engineer.",
+        metadata={"occurred_at": "2021-03-01T00:00:00Z", "tags": ["alice", "work"], "source": "hr"},
+    ),
+    Document(
+        id="a2",
+        page_content="Bob moved to Paris in the summer of 2019.",
+        metadata={
+            "timestamp": datetime.datetime(2019, 7, 1, tzinfo=datetime.UTC).timestamp(),
+            "tags": ["bob"],
+        },
+    ),
+    Document(
+        id="a3",
+        page_content="The quarterly report lives in the shared drive.",
+        metadata={"source": "calendar"},
+    ),
 ]
 
 NEW_IDS = [str(uuid.UUID(int=i + 1)) for i in range(3)]
 NEW_DOCS = [
-    Document(id=NEW_IDS[0], page_content="Carol plays the cello in a string quartet.",
-             metadata={"topic": "music", "created_at": datetime.datetime(
-                 2023, 4, 5, 6, 7, tzinfo=datetime.UTC), "mood": "calm"}),
-    Document(id=NEW_IDS[1], page_content="Dave runs a marathon every autumn.",
-             metadata={"topic": "sport", "created_at": datetime.datetime(
-                 2020, 10, 1, tzinfo=datetime.UTC), "tags": ["dave"]}),
-    Document(id=NEW_IDS[2], page_content="Erin keeps bees on her roof in Lyon.",
-             metadata={"topic": "hobby", "created_at": None}),
+    Document(
+        id=NEW_IDS[0],
+        page_content="Carol plays the cello in a string quartet.",
+        metadata={
+            "topic": "music",
+            "created_at": datetime.datetime(2023, 4, 5, 6, 7, tzinfo=datetime.UTC),
+            "mood": "calm",
+        },
+    ),
+    Document(
+        id=NEW_IDS[1],
+        page_content="Dave runs a marathon every autumn.",
+        metadata={
+            "topic": "sport",
+            "created_at": datetime.datetime(2020, 10, 1, tzinfo=datetime.UTC),
+            "tags": ["dave"],
+        },
+    ),
+    Document(
+        id=NEW_IDS[2],
+        page_content="Erin keeps bees on her roof in Lyon.",
+        metadata={"topic": "hobby", "created_at": None},
+    ),
 ]
 
 
@@ -56,8 +81,9 @@ def _unit_vector(values: Any) -> np.ndarray[Any, np.dtype[np.float32]]:
 
 def _stored_vector(engine: MemoryEngine, bank: str, memory_id: str) -> Any:
     with psycopg.connect(engine.dsn) as conn:
-        row = conn.execute("SELECT embedding::real[] FROM memory_units WHERE bank_id = %s "
-                           "AND id = %s", (bank, memory_id)).fetchone()
+        row = conn.execute(
+            "SELECT embedding::real[] FROM memory_units WHERE bank_id = %s AND id = %s", (bank, memory_id)
+        ).fetchone()
     assert row is not None
     return np.asarray(row[0], dtype=np.float32)
 
@@ -83,8 +109,9 @@ def old_collection(engine: MemoryEngine, bank: str) -> Iterator[str]:
 def new_table(engine: MemoryEngine, bank: str) -> Iterator[str]:
     pg = PGEngine.from_connection_string(_sa_url(engine))
     table = f"New-{bank}"  # mixed case and a hyphen: identifiers must be quoted
-    pg.init_vectorstore_table(table, 384, metadata_columns=[
-        Column("topic", "TEXT"), Column("created_at", "TIMESTAMPTZ")])
+    pg.init_vectorstore_table(
+        table, 384, metadata_columns=[Column("topic", "TEXT"), Column("created_at", "TIMESTAMPTZ")]
+    )
     store = PGVectorStore.create_sync(pg, FAKE, table, metadata_columns=["topic", "created_at"])
     store.add_documents(NEW_DOCS, ids=NEW_IDS)
     yield table
@@ -92,10 +119,10 @@ def new_table(engine: MemoryEngine, bank: str) -> Iterator[str]:
     pg._run_as_sync(pg.close())
 
 
-def test_old_pgvector_import_reuses_vectors(engine: MemoryEngine, bank: str,
-                                            old_collection: str) -> None:
-    ids = import_pgvector_collection(engine, collection_name=old_collection, bank=bank,
-                                     reuse_embeddings=True, batch_size=2, progress=False)
+def test_old_pgvector_import_reuses_vectors(engine: MemoryEngine, bank: str, old_collection: str) -> None:
+    ids = import_pgvector_collection(
+        engine, collection_name=old_collection, bank=bank, reuse_embeddings=True, batch_size=2, progress=False
+    )
     assert len(ids) == 3 and len(set(ids)) == 3
     by_source = _by_source(engine, bank, ids)
     assert set(by_source) == {"a1", "a2", "a3"}
@@ -112,29 +139,33 @@ def test_old_pgvector_import_reuses_vectors(engine: MemoryEngine, bank: str,
         row = conn.execute(
             "SELECT e.embedding::real[] FROM langchain_pg_embedding e JOIN langchain_pg_collection"
             " c ON c.uuid = e.collection_id WHERE c.name = %s AND e.id = 'a1'",
-            (old_collection,)).fetchone()
+            (old_collection,),
+        ).fetchone()
     assert row is not None
     stored = _stored_vector(engine, bank, alice.id)
     np.testing.assert_allclose(stored, _unit_vector(row[0]), atol=1e-6)
     np.testing.assert_allclose(stored, _unit_vector(FAKE.embed_query(alice.text)), atol=1e-6)
 
 
-def test_old_pgvector_reimport_replaces(engine: MemoryEngine, bank: str,
-                                        old_collection: str) -> None:
-    first = import_pgvector_collection(engine, collection_name=old_collection, bank=bank,
-                                       reuse_embeddings=True, progress=False)
-    second = import_pgvector_collection(engine, collection_name=old_collection, bank=bank,
-                                        reuse_embeddings=True, progress=False)
+def test_old_pgvector_reimport_replaces(engine: MemoryEngine, bank: str, old_collection: str) -> None:
+    first = import_pgvector_collection(
+        engine, collection_name=old_collection, bank=bank, reuse_embeddings=True, progress=False
+    )
+    second = import_pgvector_collection(
+        engine, collection_name=old_collection, bank=bank, reuse_embeddings=True, progress=False
+    )
     assert len(second) == 3 and not set(first) & set(second)
     assert engine.stats(bank).memories == 3
     assert engine.stats(bank).documents == 3
     assert all(engine.get(i, bank=bank) is None for i in first)
 
 
-def test_model_mismatch_re_embeds_and_recall_finds_it(engine: MemoryEngine, bank: str,
-                                                      old_collection: str) -> None:
-    ids = import_pgvector_collection(engine, collection_name=old_collection, bank=bank,
-                                     embedding_model="fake-384", progress=False)
+def test_model_mismatch_re_embeds_and_recall_finds_it(
+    engine: MemoryEngine, bank: str, old_collection: str
+) -> None:
+    ids = import_pgvector_collection(
+        engine, collection_name=old_collection, bank=bank, embedding_model="fake-384", progress=False
+    )
     alice = _by_source(engine, bank, ids)["a1"]
     stored = _stored_vector(engine, bank, alice.id)
     expected = _unit_vector(engine.embedder.embed_documents([alice.text])[0])
@@ -145,21 +176,27 @@ def test_model_mismatch_re_embeds_and_recall_finds_it(engine: MemoryEngine, bank
     assert docs[0].metadata["source_id"] == "a1"
 
 
-def test_matching_model_name_reuses(engine: MemoryEngine, bank: str,
-                                    old_collection: str) -> None:
+def test_matching_model_name_reuses(engine: MemoryEngine, bank: str, old_collection: str) -> None:
     name = "sentence-transformers/" + engine.embedder.model_name.split("/")[-1]
-    ids = import_pgvector_collection(engine, collection_name=old_collection, bank=bank,
-                                     embedding_model=name, progress=False)
+    ids = import_pgvector_collection(
+        engine, collection_name=old_collection, bank=bank, embedding_model=name, progress=False
+    )
     record = _by_source(engine, bank, ids)["a3"]
-    np.testing.assert_allclose(_stored_vector(engine, bank, record.id),
-                               _unit_vector(FAKE.embed_query(record.text)), atol=1e-6)
+    np.testing.assert_allclose(
+        _stored_vector(engine, bank, record.id), _unit_vector(FAKE.embed_query(record.text)), atol=1e-6
+    )
 
 
-async def test_new_pgvectorstore_import_async(engine: MemoryEngine, bank: str,
-                                              new_table: str) -> None:
-    ids = await aimport_pgvector_collection(engine, table_name=new_table, bank=bank,
-                                            connection=_sa_url(engine), reuse_embeddings=True,
-                                            batch_size=2, progress=False)
+async def test_new_pgvectorstore_import_async(engine: MemoryEngine, bank: str, new_table: str) -> None:
+    ids = await aimport_pgvector_collection(
+        engine,
+        table_name=new_table,
+        bank=bank,
+        connection=_sa_url(engine),
+        reuse_embeddings=True,
+        batch_size=2,
+        progress=False,
+    )
     assert len(ids) == 3
     by_source = _by_source(engine, bank, ids)
     assert set(by_source) == set(NEW_IDS)
@@ -169,15 +206,16 @@ async def test_new_pgvectorstore_import_async(engine: MemoryEngine, bank: str,
     assert carol.occurred_start == datetime.datetime(2023, 4, 5, 6, 7, tzinfo=datetime.UTC)
     assert by_source[NEW_IDS[1]].tags == ("dave",)
     assert by_source[NEW_IDS[2]].occurred_start is None
-    np.testing.assert_allclose(_stored_vector(engine, bank, carol.id),
-                               _unit_vector(FAKE.embed_query(carol.text)), atol=1e-6)
-    again = await aimport_pgvector_collection(engine, table_name=new_table, bank=bank,
-                                              reuse_embeddings=True, progress=False)
+    np.testing.assert_allclose(
+        _stored_vector(engine, bank, carol.id), _unit_vector(FAKE.embed_query(carol.text)), atol=1e-6
+    )
+    again = await aimport_pgvector_collection(
+        engine, table_name=new_table, bank=bank, reuse_embeddings=True, progress=False
+    )
     assert len(again) == 3 and engine.stats(bank).memories == 3
 
 
-def test_new_pgvectorstore_import_sync_recall(engine: MemoryEngine, bank: str,
-                                              new_table: str) -> None:
+def test_new_pgvectorstore_import_sync_recall(engine: MemoryEngine, bank: str, new_table: str) -> None:
     ids = import_pgvector_collection(engine, table_name=new_table, bank=bank, progress=False)
     assert len(ids) == 3
     docs = HindsightRetriever(engine=engine, bank=bank).invoke("Who keeps bees?")
@@ -195,21 +233,22 @@ def test_bad_arguments(engine: MemoryEngine, bank: str, old_collection: str) -> 
     with pytest.raises(ConfigurationError, match="no table"):
         import_pgvector_collection(engine, bank=bank, table_name="no_such_table")
     with pytest.raises(ConfigurationError, match="batch_size"):
-        import_pgvector_collection(engine, bank=bank, collection_name=old_collection,
-                                   batch_size=0)
+        import_pgvector_collection(engine, bank=bank, collection_name=old_collection, batch_size=0)
     assert engine.stats(bank).memories == 0
 
 
 def test_wrong_dimension_and_empty_rows_warn(engine: MemoryEngine, bank: str) -> None:
     sa_engine = sqlalchemy.create_engine(_sa_url(engine))
     name = f"small-{bank}"
-    store = PGVector(DeterministicFakeEmbedding(size=8), connection=sa_engine,
-                     collection_name=name, use_jsonb=True)
+    store = PGVector(
+        DeterministicFakeEmbedding(size=8), connection=sa_engine, collection_name=name, use_jsonb=True
+    )
     try:
         store.add_texts(["Frank repairs old bicycles.", ""], ids=["f1", "f2"])
         with pytest.warns(RuntimeWarning) as caught:
-            ids = import_pgvector_collection(engine, collection_name=name, bank=bank,
-                                             reuse_embeddings=True, progress=False)
+            ids = import_pgvector_collection(
+                engine, collection_name=name, bank=bank, reuse_embeddings=True, progress=False
+            )
         messages = " ".join(str(w.message) for w in caught)
         assert "skipped 1 row(s) with empty text" in messages
         assert "re-embedded" in messages
@@ -218,7 +257,9 @@ def test_wrong_dimension_and_empty_rows_warn(engine: MemoryEngine, bank: str) ->
         assert record is not None and record.metadata == {"source_id": "f1"}
         np.testing.assert_allclose(
             _stored_vector(engine, bank, ids[0]),
-            _unit_vector(engine.embedder.embed_documents([record.text])[0]), atol=1e-5)
+            _unit_vector(engine.embedder.embed_documents([record.text])[0]),
+            atol=1e-5,
+        )
     finally:
         store.delete_collection()
         sa_engine.dispose()

@@ -14,13 +14,18 @@ from hindsight_langchain import HindsightRetriever
 from shared_core import MemoryEngine
 
 STORY = [
-    Document(page_content="Alice joined Google in March 2021 as an engineer.",
-             metadata={"occurred_at": "2021-03-01T00:00:00Z", "tags": ["alice", "work"],
-                       "source": "hr"}),
-    Document(page_content="Bob moved to Paris in the summer of 2019.",
-             metadata={"timestamp": datetime.datetime(2019, 7, 1).timestamp(), "tags": ["bob"]}),
-    Document(page_content="Alice adopted a cat named Miso.",
-             metadata={"date": datetime.datetime(2022, 5, 2, 10, 0), "tags": ["alice"]}),
+    Document(
+        page_content="Alice joined Google in March 2021 as an engineer.",
+        metadata={"occurred_at": "2021-03-01T00:00:00Z", "tags": ["alice", "work"], "source": "hr"},
+    ),
+    Document(
+        page_content="Bob moved to Paris in the summer of 2019.",
+        metadata={"timestamp": datetime.datetime(2019, 7, 1).timestamp(), "tags": ["bob"]},
+    ),
+    Document(
+        page_content="Alice adopted a cat named Miso.",
+        metadata={"date": datetime.datetime(2022, 5, 2, 10, 0), "tags": ["alice"]},
+    ),
 ]
 
 

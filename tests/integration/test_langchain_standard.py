@@ -19,13 +19,17 @@ QUERY = "Which city did the astronomer move to?"
 @pytest.fixture(scope="module", autouse=True)
 def _seeded(engine: MemoryEngine) -> Iterator[None]:
     # One document id: re-running the seeding replaces it (idempotent on a persistent server).
-    HindsightRetriever(engine=engine, bank=BANK).add_documents([
-        Document(id="standard-suite", page_content=text) for text in [
-            "The astronomer moved to Paris in 2019.",
-            "The astronomer later moved to the city of Lyon.",
-            "The astronomer's sister moved to Berlin, a city she loves.",
-            "The astronomer visited the city of Rome last spring.",
-        ]])
+    HindsightRetriever(engine=engine, bank=BANK).add_documents(
+        [
+            Document(id="standard-suite", page_content=text)
+            for text in [
+                "The astronomer moved to Paris in 2019.",
+                "The astronomer later moved to the city of Lyon.",
+                "The astronomer's sister moved to Berlin, a city she loves.",
+                "The astronomer visited the city of Rome last spring.",
+            ]
+        ]
+    )
     yield
 
 

@@ -27,13 +27,21 @@ from shared_core import MemoryEngine
 @pytest.fixture
 def retriever(engine: MemoryEngine, bank: str) -> HindsightRetriever:
     r = HindsightRetriever(engine, bank=bank, similarity_top_k=3)
-    r.insert([
-        Document(text="Alice joined Google in March 2021 as an engineer.", id_="hr-1",
-                 metadata={"tags": ["alice", "work"], "team": "search"}),
-        Document(text="Bob moved to Paris in the summer of 2019.", id_="bio-2",
-                 metadata={"tags": ["bob"], "team": "ads"}),
-        TextNode(text="Alice adopted a cat named Miso.", metadata={"tags": ["alice"]}),
-    ])
+    r.insert(
+        [
+            Document(
+                text="Alice joined Google in March 2021 as an engineer.",
+                id_="hr-1",
+                metadata={"tags": ["alice", "work"], "team": "search"},
+            ),
+            Document(
+                text="Bob moved to Paris in the summer of 2019.",
+                id_="bio-2",
+                metadata={"tags": ["bob"], "team": "ads"},
+            ),
+            TextNode(text="Alice adopted a cat named Miso.", metadata={"tags": ["alice"]}),
+        ]
+    )
     return r
 
 
@@ -54,19 +62,32 @@ def test_nodes_with_scores(retriever: HindsightRetriever) -> None:
 
 
 def test_metadata_filters(engine: MemoryEngine, retriever: HindsightRetriever) -> None:
-    bob = HindsightRetriever(engine, bank=retriever.bank, filters=MetadataFilters(
-        filters=[MetadataFilter(key="tags", value="bob")]))
+    bob = HindsightRetriever(
+        engine,
+        bank=retriever.bank,
+        filters=MetadataFilters(filters=[MetadataFilter(key="tags", value="bob")]),
+    )
     assert [n.node.get_content() for n in bob.retrieve("Who moved?")] == [
-        "Bob moved to Paris in the summer of 2019."]
-    search = HindsightRetriever(engine, bank=retriever.bank, similarity_top_k=5,
-                                filters=MetadataFilters(filters=[
-                                    MetadataFilter(key="team", value="search"),
-                                    MetadataFilter(key="team", value="ads")],
-                                    condition=FilterCondition.OR))
+        "Bob moved to Paris in the summer of 2019."
+    ]
+    search = HindsightRetriever(
+        engine,
+        bank=retriever.bank,
+        similarity_top_k=5,
+        filters=MetadataFilters(
+            filters=[MetadataFilter(key="team", value="search"), MetadataFilter(key="team", value="ads")],
+            condition=FilterCondition.OR,
+        ),
+    )
     assert {n.node.metadata["team"] for n in search.retrieve("Alice Bob")} == {"search", "ads"}
-    not_alice = HindsightRetriever(engine, bank=retriever.bank, similarity_top_k=5,
-                                   filters=MetadataFilters(filters=[MetadataFilter(
-                                       key="tags", value=["alice"], operator=FilterOperator.NIN)]))
+    not_alice = HindsightRetriever(
+        engine,
+        bank=retriever.bank,
+        similarity_top_k=5,
+        filters=MetadataFilters(
+            filters=[MetadataFilter(key="tags", value=["alice"], operator=FilterOperator.NIN)]
+        ),
+    )
     assert all("alice" not in n.node.metadata["tags"] for n in not_alice.retrieve("Alice Bob"))
 
 
@@ -111,8 +132,11 @@ async def test_query_engine_async(retriever: HindsightRetriever) -> None:
 def test_a_nodes_source_document_comes_back(engine: MemoryEngine, bank: str) -> None:
     from llama_index.core.schema import RelatedNodeInfo
 
-    node = TextNode(id_="n-1", text="The lighthouse keeper retired in 1999.",
-                    relationships={NodeRelationship.SOURCE: RelatedNodeInfo(node_id="book-7")})
+    node = TextNode(
+        id_="n-1",
+        text="The lighthouse keeper retired in 1999.",
+        relationships={NodeRelationship.SOURCE: RelatedNodeInfo(node_id="book-7")},
+    )
     r = HindsightRetriever(engine, bank=bank, similarity_top_k=1)
     assert r.insert([node]) == ["n-1"]
     found = r.retrieve("When did the lighthouse keeper retire?")[0].node

@@ -38,8 +38,7 @@ def test_append_recent_entries_touch(engine: MemoryEngine, bank: str) -> None:
 
 @pytest.mark.parametrize("metric", sorted(METRICS))
 @pytest.mark.parametrize("normalise", [False, True])
-def test_search_matches_numpy(engine: MemoryEngine, bank: str, metric: str,
-                              normalise: bool) -> None:
+def test_search_matches_numpy(engine: MemoryEngine, bank: str, metric: str, normalise: bool) -> None:
     dim = engine.embedder.dimension
     vectors = _vectors(6, dim, seed=7)
     stream = engine.stream(bank)
@@ -52,8 +51,14 @@ def test_search_matches_numpy(engine: MemoryEngine, bank: str, metric: str,
         b = b / np.linalg.norm(b)
     cos = a @ b / (np.linalg.norm(a, axis=1) * np.linalg.norm(b))
     l2 = np.linalg.norm(a - b, axis=1)
-    want = {"cosine_similarity": cos, "cosine_distance": 1 - cos, "l2": l2, "l2_squared": l2 ** 2,
-            "inner_product": a @ b, "negative_inner_product": -(a @ b)}[metric]
+    want = {
+        "cosine_similarity": cos,
+        "cosine_distance": 1 - cos,
+        "l2": l2,
+        "l2_squared": l2**2,
+        "inner_product": a @ b,
+        "negative_inner_product": -(a @ b),
+    }[metric]
     larger_nearer = metric in ("cosine_similarity", "inner_product")
     order = sorted(range(6), key=lambda i: -want[i] if larger_nearer else want[i])
     got = stream.search(q, k=4, metric=metric, normalise=normalise)  # type: ignore[arg-type]
@@ -64,8 +69,7 @@ def test_search_matches_numpy(engine: MemoryEngine, bank: str, metric: str,
 
 def test_adopt_and_split_memories_are_one_entry(engine: MemoryEngine, bank: str) -> None:
     long_text = " ".join(f"Sentence number {i} talks about topic {i}." for i in range(200))
-    engine.retain(["Alice joined Google.", long_text, "Bob moved to Paris."], bank=bank,
-                  progress=False)
+    engine.retain(["Alice joined Google.", long_text, "Bob moved to Paris."], bank=bank, progress=False)
     stream = engine.stream(bank)
     assert stream.adopt() >= 4
     entries = stream.entries()
@@ -104,5 +108,9 @@ def _dead_pid() -> int:
 def _set_owner(bank: str, pid: int):  # type: ignore[no-untyped-def]
     from shared_core.storage.plan import Query
 
-    yield Query("UPDATE banks SET config = jsonb_set(config, '{ephemeral,pid}', %(pid)s::jsonb) "
-                "WHERE bank_id = %(bank)s", {"bank": bank, "pid": str(pid)}, fetch="none")
+    yield Query(
+        "UPDATE banks SET config = jsonb_set(config, '{ephemeral,pid}', %(pid)s::jsonb) "
+        "WHERE bank_id = %(bank)s",
+        {"bank": bank, "pid": str(pid)},
+        fetch="none",
+    )

@@ -26,7 +26,6 @@ KERNEL_NAME = "hindsight-notebook-tests"
 CELL_TIMEOUT_S = 600
 
 
-
 def test_the_four_notebooks_exist() -> None:
     assert [p.name[:2] for p in NOTEBOOKS] == ["01", "02", "03", "04"]
 
@@ -38,8 +37,9 @@ def kernel_name(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     kernelspec.install(prefix=str(prefix), kernel_name=KERNEL_NAME)
     with pytest.MonkeyPatch.context() as mp:
         jupyter_path = os.environ.get("JUPYTER_PATH")
-        mp.setenv("JUPYTER_PATH", os.pathsep.join(
-            p for p in (str(prefix / "share" / "jupyter"), jupyter_path) if p))
+        mp.setenv(
+            "JUPYTER_PATH", os.pathsep.join(p for p in (str(prefix / "share" / "jupyter"), jupyter_path) if p)
+        )
         mp.setenv("HF_HUB_OFFLINE", "1")
         mp.setenv("TRANSFORMERS_OFFLINE", "1")
         from jupyter_client.kernelspec import KernelSpecManager
@@ -57,10 +57,9 @@ def test_notebook_is_committed_executed(path: Path) -> None:
     assert code, f"{path.name} has no code cells"
     counts = [cell.get("execution_count") for cell in code]
     assert counts == list(range(1, len(code) + 1)), (
-        f"{path.name}: execute it top to bottom and save it with its outputs "
-        f"(execution counts {counts})")
-    errors = [out for cell in code for out in cell.get("outputs", [])
-              if out.get("output_type") == "error"]
+        f"{path.name}: execute it top to bottom and save it with its outputs (execution counts {counts})"
+    )
+    errors = [out for cell in code for out in cell.get("outputs", []) if out.get("output_type") == "error"]
     assert not errors, f"{path.name} was saved with an error output: {errors[0].get('ename')}"
     assert nb.cells[0].cell_type == "markdown", f"{path.name} should open with a markdown cell"
 
@@ -70,8 +69,12 @@ def test_notebook_is_committed_executed(path: Path) -> None:
 def test_notebook_runs(path: Path, kernel_name: str) -> None:
     nb = nbformat.read(path, as_version=4)
     client = nbclient.NotebookClient(
-        nb, kernel_name=kernel_name, timeout=CELL_TIMEOUT_S, allow_errors=False,
-        resources={"metadata": {"path": str(NOTEBOOKS_DIR)}})
+        nb,
+        kernel_name=kernel_name,
+        timeout=CELL_TIMEOUT_S,
+        allow_errors=False,
+        resources={"metadata": {"path": str(NOTEBOOKS_DIR)}},
+    )
     started = time.perf_counter()
     client.execute()  # raises CellExecutionError (with the traceback) on the first failing cell
     print(f"{path.name}: {time.perf_counter() - started:.1f}s")

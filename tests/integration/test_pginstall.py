@@ -17,8 +17,9 @@ def test_distances_on_long_vectors_run(engine: MemoryEngine) -> None:
     engine.banks()  # bootstraps the schema (and the extension)
     with psycopg.connect(engine.dsn, autocommit=True) as conn:
         register_vector(conn)
-        row = conn.execute("SELECT %s::vector <=> %s::vector, %s::vector <-> %s::vector",
-                           (a, b, a, b)).fetchone()
+        row = conn.execute(
+            "SELECT %s::vector <=> %s::vector, %s::vector <-> %s::vector", (a, b, a, b)
+        ).fetchone()
     assert row is not None
     cosine = 1 - float(a @ b) / float(np.linalg.norm(a) * np.linalg.norm(b))
     assert abs(row[0] - cosine) < 1e-4

@@ -43,36 +43,35 @@ def _ids(hits: object) -> list[str]:
 
 def _links_written(engine: MemoryEngine, bank: str) -> bool:
     with psycopg.connect(engine.dsn) as conn:
-        row = conn.execute("SELECT count(*) FROM memory_links WHERE bank_id = %s",
-                           (bank,)).fetchone()
+        row = conn.execute("SELECT count(*) FROM memory_links WHERE bank_id = %s", (bank,)).fetchone()
     return bool(row and row[0])
 
 
 def _entities_written(engine: MemoryEngine, bank: str) -> bool:
     with psycopg.connect(engine.dsn) as conn:
-        row = conn.execute("SELECT count(*) FROM unit_entities WHERE bank_id = %s",
-                           (bank,)).fetchone()
+        row = conn.execute("SELECT count(*) FROM unit_entities WHERE bank_id = %s", (bank,)).fetchone()
     return bool(row and row[0])
 
 
 # --- semantic arm ------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def cutoff_bank(engine: MemoryEngine) -> tuple[str, dict[str, str]]:
     bank = _bank("recall-cutoff")
-    texts = {"c029": "Lighthouse keepers polish brass lamps.",
-             "c031": "Glaciers carve valleys over millennia.",
-             "c090": "Submarines navigate beneath polar ice.",
-             "c000": "Orchestras tune before the overture."}
+    texts = {
+        "c029": "Lighthouse keepers polish brass lamps.",
+        "c031": "Glaciers carve valleys over millennia.",
+        "c090": "Submarines navigate beneath polar ice.",
+        "c000": "Orchestras tune before the overture.",
+    }
     cosines = {"c029": 0.29, "c031": 0.31, "c090": 0.90, "c000": 0.0}
-    items = [MemoryItem(text=texts[k], embedding=vec(cosines[k], axis=10 + i))
-             for i, k in enumerate(texts)]
+    items = [MemoryItem(text=texts[k], embedding=vec(cosines[k], axis=10 + i)) for i, k in enumerate(texts)]
     ids = engine.retain(items, bank=bank)
     return bank, dict(zip(texts, ids, strict=True))
 
 
-def test_semantic_cutoff_at_cosine_0_3(qeng: MemoryEngine,
-                                       cutoff_bank: tuple[str, dict[str, str]]) -> None:
+def test_semantic_cutoff_at_cosine_0_3(qeng: MemoryEngine, cutoff_bank: tuple[str, dict[str, str]]) -> None:
     bank, ids = cutoff_bank
     result = qeng.recall("qqq", bank=bank, trace=True)
     assert result.trace is not None
@@ -96,17 +95,21 @@ def test_semantic_cutoff_at_cosine_0_3(qeng: MemoryEngine,
 def big_bank(engine: MemoryEngine) -> tuple[str, list[str], list[str]]:
     """150 world rows (cosines 0.40..0.95) and 5 experience rows, all above the cut-off."""
     bank = _bank("recall-big")
-    world = [MemoryItem(text=f"world fact number {i}", embedding=vec(0.40 + 0.55 * i / 149,
-                                                                     axis=1 + i))
-             for i in range(150)]
-    experience = [MemoryItem(text=f"experience number {i}", fact_type="experience",
-                             embedding=vec(0.5, axis=200 + i)) for i in range(5)]
+    world = [
+        MemoryItem(text=f"world fact number {i}", embedding=vec(0.40 + 0.55 * i / 149, axis=1 + i))
+        for i in range(150)
+    ]
+    experience = [
+        MemoryItem(text=f"experience number {i}", fact_type="experience", embedding=vec(0.5, axis=200 + i))
+        for i in range(5)
+    ]
     ids = engine.retain([*world, *experience], bank=bank, progress=False)
     return bank, ids[:150], ids[150:]
 
 
-def test_budget_sets_the_per_fact_type_limit(qeng: MemoryEngine,
-                                             big_bank: tuple[str, list[str], list[str]]) -> None:
+def test_budget_sets_the_per_fact_type_limit(
+    qeng: MemoryEngine, big_bank: tuple[str, list[str], list[str]]
+) -> None:
     bank, world, experience = big_bank
     low = qeng.recall("zzz", bank=bank, budget="low", trace=True, arms=["semantic"])
     assert low.trace is not None and low.trace.budget_n == 100
@@ -118,12 +121,13 @@ def test_budget_sets_the_per_fact_type_limit(qeng: MemoryEngine,
 
 
 def test_high_budget_returns_more_rows_than_ef_search(
-        engine: MemoryEngine, qeng: MemoryEngine,
-        big_bank: tuple[str, list[str], list[str]]) -> None:
+    engine: MemoryEngine, qeng: MemoryEngine, big_bank: tuple[str, list[str], list[str]]
+) -> None:
     bank, world, experience = big_bank
     assert engine.config.hnsw_ef_search < 150
-    high = qeng.recall("zzz", bank=bank, budget="high", max_tokens=100_000, trace=True,
-                       arms=["semantic"], types=["world"])
+    high = qeng.recall(
+        "zzz", bank=bank, budget="high", max_tokens=100_000, trace=True, arms=["semantic"], types=["world"]
+    )
     assert high.trace is not None and high.trace.budget_n == 1000
     # the iterative HNSW scan keeps going past ef_search: every matching row comes back
     assert set(_ids(high.trace.arms["semantic"])) == set(world)
@@ -133,26 +137,33 @@ def test_high_budget_returns_more_rows_than_ef_search(
 
 # --- keyword arm --------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def keyword_bank(engine: MemoryEngine) -> tuple[str, dict[str, str]]:
     bank = _bank("recall-kw")
-    texts = {"quokka": "A quokka stole my sandwich on Rottnest Island.",
-             "tea": "Darjeeling tea tastes of muscatel grapes.",
-             "zh": "我喜欢吃北京烤鸭。",
-             "ja": "東京タワーは赤いです。"}
+    texts = {
+        "quokka": "A quokka stole my sandwich on Rottnest Island.",
+        "tea": "Darjeeling tea tastes of muscatel grapes.",
+        "zh": "我喜欢吃北京烤鸭。",
+        "ja": "東京タワーは赤いです。",
+    }
     # cosine 0 to the query: only the keyword arm can find these
     items = [MemoryItem(text=t, embedding=vec(0.0, axis=20 + i)) for i, t in enumerate(texts.values())]
     ids = engine.retain(items, bank=bank)
     return bank, dict(zip(texts, ids, strict=True))
 
 
-@pytest.mark.parametrize("query", [
-    "quokka",
-    "Where did the quokka take my lunch yesterday afternoon?",  # OR semantics: extra words
-    "QUOKKAS!",  # stemming and case
-])
-def test_keyword_arm_finds_by_word(qeng: MemoryEngine, keyword_bank: tuple[str, dict[str, str]],
-                                   query: str) -> None:
+@pytest.mark.parametrize(
+    "query",
+    [
+        "quokka",
+        "Where did the quokka take my lunch yesterday afternoon?",  # OR semantics: extra words
+        "QUOKKAS!",  # stemming and case
+    ],
+)
+def test_keyword_arm_finds_by_word(
+    qeng: MemoryEngine, keyword_bank: tuple[str, dict[str, str]], query: str
+) -> None:
     bank, ids = keyword_bank
     result = qeng.recall(query, bank=bank, trace=True)
     assert result.trace is not None
@@ -162,14 +173,33 @@ def test_keyword_arm_finds_by_word(qeng: MemoryEngine, keyword_bank: tuple[str, 
     assert dict(result.memories[0].scores.arm_ranks) == {"keyword": 1}
 
 
-@pytest.mark.parametrize("query", [
-    "quokka's 'sandwich'", "quokka & tea", "quokka | tea", "!quokka", "quokka:*", "quok:*",
-    "quokka \\ tea", "'", "&", "|", "!", ":*", "\\", "!!(quokka & | tea):* <-> 'x'",
-    "a:* & b:A | !c", "quokka' OR 1=1; --", "$$quokka$$", "%(bank)s quokka", "{tea}",
-])
-def test_keyword_metacharacters_do_not_error(qeng: MemoryEngine,
-                                             keyword_bank: tuple[str, dict[str, str]],
-                                             query: str) -> None:
+@pytest.mark.parametrize(
+    "query",
+    [
+        "quokka's 'sandwich'",
+        "quokka & tea",
+        "quokka | tea",
+        "!quokka",
+        "quokka:*",
+        "quok:*",
+        "quokka \\ tea",
+        "'",
+        "&",
+        "|",
+        "!",
+        ":*",
+        "\\",
+        "!!(quokka & | tea):* <-> 'x'",
+        "a:* & b:A | !c",
+        "quokka' OR 1=1; --",
+        "$$quokka$$",
+        "%(bank)s quokka",
+        "{tea}",
+    ],
+)
+def test_keyword_metacharacters_do_not_error(
+    qeng: MemoryEngine, keyword_bank: tuple[str, dict[str, str]], query: str
+) -> None:
     bank, ids = keyword_bank
     result = qeng.recall(query, bank=bank, trace=True)
     assert result.trace is not None
@@ -180,8 +210,9 @@ def test_keyword_metacharacters_do_not_error(qeng: MemoryEngine,
         assert ids["tea"] in found
 
 
-def test_chinese_query_found_by_keyword_arm(qeng: MemoryEngine,
-                                            keyword_bank: tuple[str, dict[str, str]]) -> None:
+def test_chinese_query_found_by_keyword_arm(
+    qeng: MemoryEngine, keyword_bank: tuple[str, dict[str, str]]
+) -> None:
     bank, ids = keyword_bank
     result = qeng.recall("北京烤鸭好吃吗？", bank=bank, trace=True)
     assert result.trace is not None
@@ -190,8 +221,9 @@ def test_chinese_query_found_by_keyword_arm(qeng: MemoryEngine,
     assert "keyword" in result.memories[0].scores.arm_ranks
 
 
-def test_japanese_query_found_by_keyword_arm(qeng: MemoryEngine,
-                                             keyword_bank: tuple[str, dict[str, str]]) -> None:
+def test_japanese_query_found_by_keyword_arm(
+    qeng: MemoryEngine, keyword_bank: tuple[str, dict[str, str]]
+) -> None:
     bank, ids = keyword_bank
     result = qeng.recall("東京タワー", bank=bank, trace=True)
     assert result.trace is not None
@@ -200,25 +232,34 @@ def test_japanese_query_found_by_keyword_arm(qeng: MemoryEngine,
 
 # --- temporal arm -------------------------------------------------------------------------------
 
-SPRING = TimeWindow(start=dt.datetime(2024, 3, 1, tzinfo=UTC),
-                    end=dt.datetime(2024, 5, 31, 23, 59, 59, tzinfo=UTC))
+SPRING = TimeWindow(
+    start=dt.datetime(2024, 3, 1, tzinfo=UTC), end=dt.datetime(2024, 5, 31, 23, 59, 59, tzinfo=UTC)
+)
 
 
 @pytest.fixture(scope="module")
 def temporal_bank(engine: MemoryEngine) -> tuple[str, dict[str, str], dict[str, dt.datetime]]:
     bank = _bank("recall-temporal")
-    dates = {"centre": SPRING.centre, "edge": dt.datetime(2024, 3, 3, tzinfo=UTC),
-             "late": dt.datetime(2024, 5, 20, tzinfo=UTC),
-             "before": dt.datetime(2023, 1, 10, tzinfo=UTC),
-             "after": dt.datetime(2024, 9, 1, tzinfo=UTC)}
+    dates = {
+        "centre": SPRING.centre,
+        "edge": dt.datetime(2024, 3, 3, tzinfo=UTC),
+        "late": dt.datetime(2024, 5, 20, tzinfo=UTC),
+        "before": dt.datetime(2023, 1, 10, tzinfo=UTC),
+        "after": dt.datetime(2024, 9, 1, tzinfo=UTC),
+    }
     # "before"/"after" are the most similar to the query, yet dated outside the window;
     # "sem" is dated inside and similar enough for the semantic arm too.
     cosines = {"centre": 0.2, "edge": 0.2, "late": 0.2, "before": 0.9, "after": 0.9}
-    items = [MemoryItem(text=f"Event {k} happened.", occurred_start=dates[k],
-                        embedding=vec(cosines[k], axis=40 + i)) for i, k in enumerate(dates)]
+    items = [
+        MemoryItem(
+            text=f"Event {k} happened.", occurred_start=dates[k], embedding=vec(cosines[k], axis=40 + i)
+        )
+        for i, k in enumerate(dates)
+    ]
     dates["sem"] = dt.datetime(2024, 4, 1, tzinfo=UTC)
-    items.append(MemoryItem(text="Event sem happened.", occurred_start=dates["sem"],
-                            embedding=vec(0.8, axis=60)))
+    items.append(
+        MemoryItem(text="Event sem happened.", occurred_start=dates["sem"], embedding=vec(0.8, axis=60))
+    )
     ids = engine.retain(items, bank=bank)
     return bank, dict(zip(dates, ids, strict=True)), dates
 
@@ -229,8 +270,8 @@ def _proximity(date: dt.datetime, window: TimeWindow) -> float:
 
 
 def test_temporal_arm_entry_points_are_inside_the_window(
-        qeng: MemoryEngine,
-        temporal_bank: tuple[str, dict[str, str], dict[str, dt.datetime]]) -> None:
+    qeng: MemoryEngine, temporal_bank: tuple[str, dict[str, str], dict[str, dt.datetime]]
+) -> None:
     bank, ids, dates = temporal_bank
     result = qeng.recall("xyzzy", bank=bank, temporal_window=SPRING, trace=True)
     assert result.trace is not None
@@ -253,19 +294,29 @@ def test_temporal_arm_entry_points_are_inside_the_window(
 
 
 def test_temporal_spread_skips_neighbours_unrelated_to_the_query(
-        qeng: MemoryEngine, engine: MemoryEngine) -> None:
+    qeng: MemoryEngine, engine: MemoryEngine
+) -> None:
     """Spreading from the entry points follows temporal links, but (as in the reference, and
     like the entry points themselves) only to units with cosine >= 0.1 to the query."""
     bank = _bank("recall-spread")
-    ids = engine.retain([
-        MemoryItem(text="Entry at the centre.", occurred_start=SPRING.centre,
-                   embedding=vec(0.5, axis=130)),
-        MemoryItem(text="Related, just after.", occurred_start=dt.datetime(2024, 6, 3, tzinfo=UTC),
-                   embedding=vec(0.5, axis=131)),
-        MemoryItem(text="Unrelated, just after.",
-                   occurred_start=dt.datetime(2024, 6, 4, tzinfo=UTC),
-                   embedding=vec(0.0, axis=132)),
-    ], bank=bank)
+    ids = engine.retain(
+        [
+            MemoryItem(
+                text="Entry at the centre.", occurred_start=SPRING.centre, embedding=vec(0.5, axis=130)
+            ),
+            MemoryItem(
+                text="Related, just after.",
+                occurred_start=dt.datetime(2024, 6, 3, tzinfo=UTC),
+                embedding=vec(0.5, axis=131),
+            ),
+            MemoryItem(
+                text="Unrelated, just after.",
+                occurred_start=dt.datetime(2024, 6, 4, tzinfo=UTC),
+                embedding=vec(0.0, axis=132),
+            ),
+        ],
+        bank=bank,
+    )
     result = qeng.recall("xyzzy", bank=bank, temporal_window=SPRING, trace=True)
     assert result.trace is not None
     temporal = set(_ids(result.trace.arms["temporal"]))
@@ -276,11 +327,10 @@ def test_temporal_spread_skips_neighbours_unrelated_to_the_query(
 
 
 def test_window_with_nothing_dated_inside_has_no_entry_points(
-        qeng: MemoryEngine,
-        temporal_bank: tuple[str, dict[str, str], dict[str, dt.datetime]]) -> None:
+    qeng: MemoryEngine, temporal_bank: tuple[str, dict[str, str], dict[str, dt.datetime]]
+) -> None:
     bank, ids, _ = temporal_bank
-    empty = TimeWindow(start=dt.datetime(2020, 1, 1, tzinfo=UTC),
-                       end=dt.datetime(2020, 12, 31, tzinfo=UTC))
+    empty = TimeWindow(start=dt.datetime(2020, 1, 1, tzinfo=UTC), end=dt.datetime(2020, 12, 31, tzinfo=UTC))
     result = qeng.recall("xyzzy", bank=bank, temporal_window=empty, trace=True)
     assert result.trace is not None
     # "before"/"after" are the most similar memories (cosine 0.9) but dated outside 2020
@@ -289,8 +339,8 @@ def test_window_with_nothing_dated_inside_has_no_entry_points(
 
 
 def test_no_temporal_arm_without_a_window(
-        qeng: MemoryEngine,
-        temporal_bank: tuple[str, dict[str, str], dict[str, dt.datetime]]) -> None:
+    qeng: MemoryEngine, temporal_bank: tuple[str, dict[str, str], dict[str, dt.datetime]]
+) -> None:
     bank, _, _ = temporal_bank
     result = qeng.recall("xyzzy", bank=bank, trace=True)
     assert result.trace is not None
@@ -299,8 +349,8 @@ def test_no_temporal_arm_without_a_window(
 
 
 def test_fusion_keeps_semantic_and_temporal_evidence(
-        qeng: MemoryEngine,
-        temporal_bank: tuple[str, dict[str, str], dict[str, dt.datetime]]) -> None:
+    qeng: MemoryEngine, temporal_bank: tuple[str, dict[str, str], dict[str, dt.datetime]]
+) -> None:
     bank, ids, dates = temporal_bank
     # passthrough: the boosts apply (the learned reranker reads proximity as a feature instead)
     result = qeng.recall("xyzzy", bank=bank, temporal_window=SPRING, trace=True, reranker="none")
@@ -314,14 +364,15 @@ def test_fusion_keeps_semantic_and_temporal_evidence(
     # RRF sums every arm's weighted reciprocal rank (k = 60)
     ranks = sem.scores.arm_ranks
     assert sem.scores.rrf == pytest.approx(
-        sum(DEFAULT_ARM_WEIGHTS[arm] / (60 + r) for arm, r in ranks.items()))
+        sum(DEFAULT_ARM_WEIGHTS[arm] / (60 + r) for arm, r in ranks.items())
+    )
     # and the proximity feeds the temporal boost: 1 + 0.2 × (proximity − 0.5)
     assert sem.scores.temporal_boost == pytest.approx(1 + 0.2 * (expected - 0.5), abs=1e-6)
 
 
 def test_memory_dated_outside_the_window_has_zero_proximity(
-        qeng: MemoryEngine,
-        temporal_bank: tuple[str, dict[str, str], dict[str, dt.datetime]]) -> None:
+    qeng: MemoryEngine, temporal_bank: tuple[str, dict[str, str], dict[str, dt.datetime]]
+) -> None:
     """Issue 4: every candidate carries ``temporal_proximity = 1 - min(|date - centre| /
     (span/2), 1)``. "before" (Jan 2023) is 1.4 years outside a spring-2024 window: 0, and so
     a temporal boost of 1 + 0.2 × (0 − 0.5) = 0.9, however it was reached (semantic arm, or
@@ -336,23 +387,25 @@ def test_memory_dated_outside_the_window_has_zero_proximity(
 
 # --- graph arm ----------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def causal_bank(engine: MemoryEngine) -> tuple[str, list[str]]:
     bank = _bank("recall-causal")
     items = [
         MemoryItem(text="The reactor coolant pump failed.", embedding=vec(0.9, axis=70)),
         # orthogonal to the query, no shared words: only a link can reach these
-        MemoryItem(text="Technicians evacuated the turbine hall.", embedding=vec(0.0, axis=71),
-                   caused_by=[0]),
-        MemoryItem(text="Budget cuts postponed maintenance.", embedding=vec(0.0, axis=72),
-                   causes=[0]),
+        MemoryItem(
+            text="Technicians evacuated the turbine hall.", embedding=vec(0.0, axis=71), caused_by=[0]
+        ),
+        MemoryItem(text="Budget cuts postponed maintenance.", embedding=vec(0.0, axis=72), causes=[0]),
         MemoryItem(text="Penguins waddle across the snow.", embedding=vec(0.0, axis=73)),
     ]
     return bank, engine.retain(items, bank=bank)
 
 
-def test_graph_arm_follows_explicit_causal_links(qeng: MemoryEngine, engine: MemoryEngine,
-                                                 causal_bank: tuple[str, list[str]]) -> None:
+def test_graph_arm_follows_explicit_causal_links(
+    qeng: MemoryEngine, engine: MemoryEngine, causal_bank: tuple[str, list[str]]
+) -> None:
     bank, ids = causal_bank
     assert _links_written(engine, bank), "retain wrote no memory_links for caused_by/causes"
     result = qeng.recall("pump", bank=bank, trace=True)
@@ -369,21 +422,30 @@ def test_graph_arm_follows_explicit_causal_links(qeng: MemoryEngine, engine: Mem
 def zorblax_bank(engine: MemoryEngine) -> tuple[str, list[str]]:
     bank = _bank("recall-multihop")
     items = [
-        MemoryItem(text="Alice got a new job at Zorblax Corp.", entities=["Zorblax Corp"],
-                   embedding=vec(0.9, axis=80)),
-        MemoryItem(text="Zorblax Corp relocated its headquarters to Lisbon.",
-                   entities=["Zorblax Corp"], embedding=vec(0.0, axis=81)),
+        MemoryItem(
+            text="Alice got a new job at Zorblax Corp.",
+            entities=["Zorblax Corp"],
+            embedding=vec(0.9, axis=80),
+        ),
+        MemoryItem(
+            text="Zorblax Corp relocated its headquarters to Lisbon.",
+            entities=["Zorblax Corp"],
+            embedding=vec(0.0, axis=81),
+        ),
         MemoryItem(text="Penguins waddle across the snow.", embedding=vec(0.0, axis=82)),
         # A realistic bank holds more than three memories: the entity weight is an IDF, and in
         # a three-memory bank an entity named twice is "common".
-        *[MemoryItem(text=f"Unrelated note number {i}.", entities=[],
-                     embedding=vec(0.0, axis=100 + i)) for i in range(20)],
+        *[
+            MemoryItem(text=f"Unrelated note number {i}.", entities=[], embedding=vec(0.0, axis=100 + i))
+            for i in range(20)
+        ],
     ]
     return bank, engine.retain(items, bank=bank)
 
 
-def test_multi_hop_only_the_graph_arm_finds(qeng: MemoryEngine, engine: MemoryEngine,
-                                            zorblax_bank: tuple[str, list[str]]) -> None:
+def test_multi_hop_only_the_graph_arm_finds(
+    qeng: MemoryEngine, engine: MemoryEngine, zorblax_bank: tuple[str, list[str]]
+) -> None:
     bank, ids = zorblax_bank
     assert _entities_written(engine, bank), "retain wrote no unit_entities for entities=[...]"
     result = qeng.recall("What is the new job?", bank=bank, trace=True)
@@ -404,11 +466,14 @@ def test_graph_arm_does_not_rerank_its_own_seeds(qeng: MemoryEngine, engine: Mem
     causally linked; A (cosine 0.9, found by the semantic arm only) must stay first. When
     the graph arm lists B/C, they get a second RRF term (1/61 + 1/62 > 1/61) and outrank A."""
     bank = _bank("recall-seeds")
-    ids = engine.retain([
-        MemoryItem(text="Otters hold hands while sleeping.", embedding=vec(0.9, axis=120)),
-        MemoryItem(text="The dam burst overnight.", embedding=vec(0.8, axis=121), caused_by=[2]),
-        MemoryItem(text="Heavy rain fell for a week.", embedding=vec(0.5, axis=122)),
-    ], bank=bank)
+    ids = engine.retain(
+        [
+            MemoryItem(text="Otters hold hands while sleeping.", embedding=vec(0.9, axis=120)),
+            MemoryItem(text="The dam burst overnight.", embedding=vec(0.8, axis=121), caused_by=[2]),
+            MemoryItem(text="Heavy rain fell for a week.", embedding=vec(0.5, axis=122)),
+        ],
+        bank=bank,
+    )
     result = qeng.recall("qqq", bank=bank, trace=True)
     assert result.trace is not None
     seeds = set(_ids(result.trace.arms["semantic"]))
@@ -419,42 +484,53 @@ def test_graph_arm_does_not_rerank_its_own_seeds(qeng: MemoryEngine, engine: Mem
 
 # --- tags ---------------------------------------------------------------------------------------
 
-TAGGED = {"untagged": (), "a": ("a",), "b": ("b",), "ab": ("a", "b"), "ac": ("a", "c"),
-          "c": ("c",)}
+TAGGED = {"untagged": (), "a": ("a",), "b": ("b",), "ab": ("a", "b"), "ac": ("a", "c"), "c": ("c",)}
 
 
 @pytest.fixture(scope="module")
 def tags_bank(engine: MemoryEngine) -> tuple[str, dict[str, str]]:
     bank = _bank("recall-tags")
     # semantic (cos 0.7) and keyword ("heron") both find every memory
-    items = [MemoryItem(text=f"The heron {k} stands still.", tags=list(t),
-                        embedding=vec(0.7, axis=90 + i)) for i, (k, t) in enumerate(TAGGED.items())]
+    items = [
+        MemoryItem(text=f"The heron {k} stands still.", tags=list(t), embedding=vec(0.7, axis=90 + i))
+        for i, (k, t) in enumerate(TAGGED.items())
+    ]
     # fillers that neither arm finds, so "heron" stays a rare term (a term in more than 25% of
     # a bank is dropped from the keyword query)
-    fillers = [MemoryItem(text=f"Filler note number {i}.", tags=["filler"],
-                          embedding=vec(0.0, axis=200 + i)) for i in range(4 * len(TAGGED))]
+    fillers = [
+        MemoryItem(text=f"Filler note number {i}.", tags=["filler"], embedding=vec(0.0, axis=200 + i))
+        for i in range(4 * len(TAGGED))
+    ]
     ids = engine.retain([*items, *fillers], bank=bank)
     return bank, dict(zip(TAGGED, ids, strict=False))
 
 
-@pytest.mark.parametrize(("tags", "mode", "expected"), [
-    (["a", "b"], "any", {"untagged", "a", "b", "ab", "ac"}),
-    (["a", "b"], "all", {"untagged", "ab"}),
-    (["a", "b"], "any_strict", {"a", "b", "ab", "ac"}),
-    (["a", "b"], "all_strict", {"ab"}),
-    (["a", "b"], "exact", {"ab"}),
-    (["a"], "exact", {"a"}),
-    (["b", "a"], "exact", {"ab"}),
-    (None, "exact", {"untagged"}),
-    ([], "exact", {"untagged"}),
-    (None, "any", set(TAGGED)),
-    ([], "any_strict", set(TAGGED)),
-    (None, "all_strict", set(TAGGED)),
-    (["zzz"], "any", {"untagged"}),
-    (["zzz"], "any_strict", set()),
-])
-def test_tags_match_modes(qeng: MemoryEngine, tags_bank: tuple[str, dict[str, str]],
-                          tags: list[str] | None, mode: str, expected: set[str]) -> None:
+@pytest.mark.parametrize(
+    ("tags", "mode", "expected"),
+    [
+        (["a", "b"], "any", {"untagged", "a", "b", "ab", "ac"}),
+        (["a", "b"], "all", {"untagged", "ab"}),
+        (["a", "b"], "any_strict", {"a", "b", "ab", "ac"}),
+        (["a", "b"], "all_strict", {"ab"}),
+        (["a", "b"], "exact", {"ab"}),
+        (["a"], "exact", {"a"}),
+        (["b", "a"], "exact", {"ab"}),
+        (None, "exact", {"untagged"}),
+        ([], "exact", {"untagged"}),
+        (None, "any", set(TAGGED)),
+        ([], "any_strict", set(TAGGED)),
+        (None, "all_strict", set(TAGGED)),
+        (["zzz"], "any", {"untagged"}),
+        (["zzz"], "any_strict", set()),
+    ],
+)
+def test_tags_match_modes(
+    qeng: MemoryEngine,
+    tags_bank: tuple[str, dict[str, str]],
+    tags: list[str] | None,
+    mode: str,
+    expected: set[str],
+) -> None:
     bank, ids = tags_bank
     result = qeng.recall("heron", bank=bank, tags=tags, tags_match=mode, trace=True)
     names = {v: k for k, v in ids.items()}
@@ -466,22 +542,25 @@ def test_tags_match_modes(qeng: MemoryEngine, tags_bank: tuple[str, dict[str, st
 
 # --- token cut and budgets ----------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def cut_bank(engine: MemoryEngine) -> tuple[str, list[str]]:
     bank = _bank("recall-cut")
-    texts = ["Short first memory.",
-             "Second memory, also fairly short.",
-             "The third memory is much longer than the others: " + "lorem ipsum " * 40,
-             "Fourth.",
-             "Fifth one."]
+    texts = [
+        "Short first memory.",
+        "Second memory, also fairly short.",
+        "The third memory is much longer than the others: " + "lorem ipsum " * 40,
+        "Fourth.",
+        "Fifth one.",
+    ]
     # decreasing cosine = the ranking order
-    items = [MemoryItem(text=t, embedding=vec(0.9 - 0.1 * i, axis=100 + i))
-             for i, t in enumerate(texts)]
+    items = [MemoryItem(text=t, embedding=vec(0.9 - 0.1 * i, axis=100 + i)) for i, t in enumerate(texts)]
     return bank, engine.retain(items, bank=bank)
 
 
-def test_max_tokens_is_a_greedy_prefix(engine: MemoryEngine, qeng: MemoryEngine,
-                                       cut_bank: tuple[str, list[str]]) -> None:
+def test_max_tokens_is_a_greedy_prefix(
+    engine: MemoryEngine, qeng: MemoryEngine, cut_bank: tuple[str, list[str]]
+) -> None:
     bank, ids = cut_bank
     full = qeng.recall("qqq", bank=bank, arms=["semantic"])
     assert [m.id for m in full.memories] == ids
@@ -501,12 +580,19 @@ def test_max_tokens_is_a_greedy_prefix(engine: MemoryEngine, qeng: MemoryEngine,
     assert sum(count(m.text) for m in one.memories) <= 1
 
 
-@pytest.mark.parametrize(("budget", "n"), [
-    ("low", 100), ("mid", 300), ("high", 1000), ("HIGH", 1000), ("adaptive", 307),
-    ("adaptive-low", 102), ("adaptive-high", 1024),
-])
-def test_budget_names(qeng: MemoryEngine, cut_bank: tuple[str, list[str]], budget: str,
-                      n: int) -> None:
+@pytest.mark.parametrize(
+    ("budget", "n"),
+    [
+        ("low", 100),
+        ("mid", 300),
+        ("high", 1000),
+        ("HIGH", 1000),
+        ("adaptive", 307),
+        ("adaptive-low", 102),
+        ("adaptive-high", 1024),
+    ],
+)
+def test_budget_names(qeng: MemoryEngine, cut_bank: tuple[str, list[str]], budget: str, n: int) -> None:
     bank, ids = cut_bank
     result = qeng.recall("qqq", bank=bank, budget=budget, max_tokens=4096, trace=True)
     assert result.trace is not None and result.trace.budget_n == n
@@ -521,15 +607,15 @@ def test_adaptive_budget_floor(qeng: MemoryEngine, cut_bank: tuple[str, list[str
 
 # --- async twin ---------------------------------------------------------------------------------
 
-def test_arecall_returns_the_same_ids(engine: MemoryEngine,
-                                      temporal_bank: tuple[str, dict[str, str],
-                                                           dict[str, dt.datetime]]) -> None:
+
+def test_arecall_returns_the_same_ids(
+    engine: MemoryEngine, temporal_bank: tuple[str, dict[str, str], dict[str, dt.datetime]]
+) -> None:
     bank, _, _ = temporal_bank
 
     async def both() -> tuple[list[str], list[str]]:
         async with MemoryEngine(engine.dsn, embedder=FixedQueryEmbedder()) as eng:
-            sync = await asyncio.to_thread(eng.recall, "Event", bank=bank,
-                                           temporal_window=SPRING)
+            sync = await asyncio.to_thread(eng.recall, "Event", bank=bank, temporal_window=SPRING)
             asynchronous = await eng.arecall("Event", bank=bank, temporal_window=SPRING)
         return [m.id for m in sync.memories], [m.id for m in asynchronous.memories]
 

@@ -54,8 +54,7 @@ def _inverse(distance: float) -> float:
 
 STORES: dict[str, Callable[[Embeddings], VectorStore]] = {
     "faiss-l2": _faiss,
-    "faiss-l2-function": lambda emb: FAISS(emb.embed_query, faiss.IndexFlatL2(DIM),
-                                           InMemoryDocstore({}), {}),
+    "faiss-l2-function": lambda emb: FAISS(emb.embed_query, faiss.IndexFlatL2(DIM), InMemoryDocstore({}), {}),
     "faiss-l2-normalize": lambda emb: _faiss(emb, normalize_L2=True),
     "faiss-custom-relevance": lambda emb: _faiss(emb, relevance_score_fn=_inverse),
     "inmemory-cosine": _CosineStore,
@@ -76,41 +75,72 @@ def engine_1536(engine: MemoryEngine, raw_embeddings: HashEmbeddings) -> Iterato
 
 _add = st.tuples(
     st.just("add"),
-    st.lists(st.tuples(st.sampled_from(WORDS), st.integers(0, 3),
-                       st.one_of(st.none(), st.integers(-48, 0)),
-                       st.one_of(st.none(), st.floats(0, 1, allow_nan=False))),
-             min_size=1, max_size=3))
+    st.lists(
+        st.tuples(
+            st.sampled_from(WORDS),
+            st.integers(0, 3),
+            st.one_of(st.none(), st.integers(-48, 0)),
+            st.one_of(st.none(), st.floats(0, 1, allow_nan=False)),
+        ),
+        min_size=1,
+        max_size=3,
+    ),
+)
 _invoke = st.tuples(st.just("invoke"), st.sampled_from(WORDS))
 _advance = st.tuples(st.just("advance"), st.integers(1, 72))
 _steps = st.lists(st.one_of(_add, _invoke, _advance), min_size=2, max_size=8)
 
 
 def _view(docs: list[Document]) -> list[tuple[str, int, Any, Any, Any]]:
-    return [(d.page_content, d.metadata["buffer_idx"], d.metadata["last_accessed_at"],
-             d.metadata["created_at"], d.metadata.get("importance")) for d in docs]
+    return [
+        (
+            d.page_content,
+            d.metadata["buffer_idx"],
+            d.metadata["last_accessed_at"],
+            d.metadata["created_at"],
+            d.metadata.get("importance"),
+        )
+        for d in docs
+    ]
 
 
 @pytest.mark.parametrize("store", sorted(STORES))
-def test_same_documents_as_upstream(engine_1536: MemoryEngine, raw_embeddings: HashEmbeddings,
-                                    store: str) -> None:
+def test_same_documents_as_upstream(
+    engine_1536: MemoryEngine, raw_embeddings: HashEmbeddings, store: str
+) -> None:
     make = STORES[store]
 
-    @settings(max_examples=8, deadline=None,
-              suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                     HealthCheck.too_slow])
-    @given(steps=_steps, decay_rate=st.sampled_from([0.01, 0.3, 0.5, 0.99]),
-           k=st.integers(1, 4), search_k=st.integers(1, 6),
-           default_salience=st.sampled_from([None, 0.25]), with_importance=st.booleans())
-    def run(steps: list[tuple[Any, ...]], decay_rate: float, k: int, search_k: int,
-            default_salience: float | None, with_importance: bool) -> None:
+    @settings(
+        max_examples=8,
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
+    @given(
+        steps=_steps,
+        decay_rate=st.sampled_from([0.01, 0.3, 0.5, 0.99]),
+        k=st.integers(1, 4),
+        search_k=st.integers(1, 6),
+        default_salience=st.sampled_from([None, 0.25]),
+        with_importance=st.booleans(),
+    )
+    def run(
+        steps: list[tuple[Any, ...]],
+        decay_rate: float,
+        k: int,
+        search_k: int,
+        default_salience: float | None,
+        with_importance: bool,
+    ) -> None:
         common: dict[str, Any] = {
-            "decay_rate": decay_rate, "k": k, "search_kwargs": {"k": search_k},
+            "decay_rate": decay_rate,
+            "k": k,
+            "search_kwargs": {"k": search_k},
             "default_salience": default_salience,
-            "other_score_keys": ["importance"] if with_importance else []}
+            "other_score_keys": ["importance"] if with_importance else [],
+        }
         upstream = TimeWeightedVectorStoreRetriever(vectorstore=make(raw_embeddings), **common)
         ours_store = make(raw_embeddings)
-        ours = TimeWeightedHindsightRetriever(engine=engine_1536, vectorstore=ours_store,
-                                              **common)
+        ours = TimeWeightedHindsightRetriever(engine=engine_1536, vectorstore=ours_store, **common)
         try:
             _play(upstream, ours, steps)
             assert _view(ours.memory_stream) == _view(upstream.memory_stream)
@@ -122,8 +152,11 @@ def test_same_documents_as_upstream(engine_1536: MemoryEngine, raw_embeddings: H
     run()
 
 
-def _play(upstream: TimeWeightedVectorStoreRetriever, ours: TimeWeightedHindsightRetriever,
-          steps: list[tuple[Any, ...]]) -> None:
+def _play(
+    upstream: TimeWeightedVectorStoreRetriever,
+    ours: TimeWeightedHindsightRetriever,
+    steps: list[tuple[Any, ...]],
+) -> None:
     clock = datetime.datetime(2024, 3, 1, 9, 0, 0, 123456)
     counter = 0
     for step in steps:
@@ -138,12 +171,10 @@ def _play(upstream: TimeWeightedVectorStoreRetriever, ours: TimeWeightedHindsigh
                     counter += 1  # distinct texts: no exact ties between documents
                     metadata: dict[str, Any] = {}
                     if accessed_hours_ago is not None:
-                        metadata["last_accessed_at"] = clock + datetime.timedelta(
-                            hours=accessed_hours_ago)
+                        metadata["last_accessed_at"] = clock + datetime.timedelta(hours=accessed_hours_ago)
                     if importance is not None:
                         metadata["importance"] = importance
-                    docs.append(Document(page_content=f"{word} {n} memory {counter}",
-                                         metadata=metadata))
+                    docs.append(Document(page_content=f"{word} {n} memory {counter}", metadata=metadata))
                 assert len(upstream.add_documents(docs)) == len(ours.add_documents(docs))
             else:
                 want = upstream.invoke(step[1])
@@ -153,15 +184,15 @@ def _play(upstream: TimeWeightedVectorStoreRetriever, ours: TimeWeightedHindsigh
 
 @pytest.mark.parametrize("normalised", [True, False], ids=["unit-vectors", "raw-vectors"])
 @pytest.mark.parametrize("store", sorted(STORES))
-def test_relevance_matches_upstream(engine_1536: MemoryEngine, store: str,
-                                    normalised: bool) -> None:
+def test_relevance_matches_upstream(engine_1536: MemoryEngine, store: str, normalised: bool) -> None:
     """The store's own relevance, from Postgres, to 1e-6 of what the store itself gives."""
     emb = HashEmbeddings(DIM, normalised=normalised)
     texts = [f"{w} {i}" for i, w in enumerate(WORDS)]
     upstream_store = STORES[store](emb)
     upstream_store.add_documents([Document(page_content=t) for t in texts])
-    with TimeWeightedHindsightRetriever(engine=engine_1536, vectorstore=STORES[store](emb),
-                                        search_kwargs={"k": 5}) as ours:
+    with TimeWeightedHindsightRetriever(
+        engine=engine_1536, vectorstore=STORES[store](emb), search_kwargs={"k": 5}
+    ) as ours:
         ours.add_documents([Document(page_content=t) for t in texts])
         for query in ["alpha 0", "golf", "something else"]:
             with warnings.catch_warnings():

@@ -29,8 +29,10 @@ from shared_core import (
 # ---------------------------------------------------------------- ported upstream unit tests
 def _get_example_memories(k: int = 4) -> list[Document]:
     return [
-        Document(page_content="foo", metadata={
-            "buffer_idx": i, "last_accessed_at": datetime.datetime(2023, 4, 14, 12, 0)})
+        Document(
+            page_content="foo",
+            metadata={"buffer_idx": i, "last_accessed_at": datetime.datetime(2023, 4, 14, 12, 0)},
+        )
         for i in range(k)
     ]
 
@@ -39,24 +41,30 @@ class MockVectorStore(VectorStore):
     """Upstream's mock store. Ours only asks a store for its embeddings (None here), so
     relevance comes from the bank, computed with the engine's embedder."""
 
-    def add_texts(self, texts: Iterable[str], metadatas: list[dict[str, Any]] | None = None,
-                  **kwargs: Any) -> list[str]:
+    def add_texts(
+        self, texts: Iterable[str], metadatas: list[dict[str, Any]] | None = None, **kwargs: Any
+    ) -> list[str]:
         return list(texts)
 
     def similarity_search(self, query: str, k: int = 4, **kwargs: Any) -> list[Document]:
         return []
 
     @classmethod
-    def from_texts(cls, texts: list[str], embedding: Embeddings,
-                   metadatas: list[dict[str, Any]] | None = None, **kwargs: Any
-                   ) -> MockVectorStore:
+    def from_texts(
+        cls,
+        texts: list[str],
+        embedding: Embeddings,
+        metadatas: list[dict[str, Any]] | None = None,
+        **kwargs: Any,
+    ) -> MockVectorStore:
         return cls()
 
 
 @pytest.fixture
 def time_weighted_retriever(engine: MemoryEngine, bank: str) -> TimeWeightedHindsightRetriever:
-    return TimeWeightedHindsightRetriever(engine=engine, bank=bank, vectorstore=MockVectorStore(),
-                                          memory_stream=_get_example_memories())
+    return TimeWeightedHindsightRetriever(
+        engine=engine, bank=bank, vectorstore=MockVectorStore(), memory_stream=_get_example_memories()
+    )
 
 
 def test__get_hours_passed() -> None:
@@ -66,18 +74,19 @@ def test__get_hours_passed() -> None:
 
 
 def test_get_combined_score(time_weighted_retriever: TimeWeightedHindsightRetriever) -> None:
-    document = Document(page_content="Test document",
-                        metadata={"last_accessed_at": datetime.datetime(2023, 4, 14, 12, 0)})
+    document = Document(
+        page_content="Test document", metadata={"last_accessed_at": datetime.datetime(2023, 4, 14, 12, 0)}
+    )
     vector_salience = 0.7
     current_time = datetime.datetime(2023, 4, 14, 14, 30)
-    combined = time_weighted_retriever._get_combined_score(document, vector_salience,
-                                                           current_time)
+    combined = time_weighted_retriever._get_combined_score(document, vector_salience, current_time)
     expected = (1.0 - time_weighted_retriever.decay_rate) ** 2.5 + vector_salience
     assert combined == pytest.approx(expected)
 
 
-def _check_salient(retriever: TimeWeightedHindsightRetriever,
-                   docs_and_scores: dict[int, tuple[Document, float]]) -> None:
+def _check_salient(
+    retriever: TimeWeightedHindsightRetriever, docs_and_scores: dict[int, tuple[Document, float]]
+) -> None:
     assert isinstance(docs_and_scores, dict)
     assert sorted(docs_and_scores) == [0, 1, 2, 3]
     for idx, (doc, relevance) in docs_and_scores.items():
@@ -92,8 +101,7 @@ def test_get_salient_docs(time_weighted_retriever: TimeWeightedHindsightRetrieve
 
 
 async def test_aget_salient_docs(time_weighted_retriever: TimeWeightedHindsightRetriever) -> None:
-    _check_salient(time_weighted_retriever,
-                   await time_weighted_retriever.aget_salient_docs("Test query"))
+    _check_salient(time_weighted_retriever, await time_weighted_retriever.aget_salient_docs("Test query"))
 
 
 def _check_accessed_now(retriever: TimeWeightedHindsightRetriever, docs: list[Document]) -> None:
@@ -111,8 +119,7 @@ def test_invoke(time_weighted_retriever: TimeWeightedHindsightRetriever) -> None
 
 
 async def test_ainvoke(time_weighted_retriever: TimeWeightedHindsightRetriever) -> None:
-    _check_accessed_now(time_weighted_retriever,
-                        await time_weighted_retriever.ainvoke("Test query"))
+    _check_accessed_now(time_weighted_retriever, await time_weighted_retriever.ainvoke("Test query"))
 
 
 def test_add_documents(time_weighted_retriever: TimeWeightedHindsightRetriever) -> None:
@@ -139,11 +146,11 @@ class _Store(InMemoryVectorStore):
 
 def _notebook(engine: MemoryEngine, bank: str, decay_rate: float) -> TimeWeightedHindsightRetriever:
     embeddings = DeterministicFakeEmbedding(size=384)
-    retriever = TimeWeightedHindsightRetriever(engine=engine, bank=bank, vectorstore=_Store(embeddings),
-                                               decay_rate=decay_rate, k=1)
+    retriever = TimeWeightedHindsightRetriever(
+        engine=engine, bank=bank, vectorstore=_Store(embeddings), decay_rate=decay_rate, k=1
+    )
     yesterday = datetime.datetime.now() - timedelta(days=1)
-    retriever.add_documents([Document(page_content="hello world",
-                                      metadata={"last_accessed_at": yesterday})])
+    retriever.add_documents([Document(page_content="hello world", metadata={"last_accessed_at": yesterday})])
     retriever.add_documents([Document(page_content="hello foo")])
     return retriever
 
@@ -157,16 +164,15 @@ def test_notebook_low_decay_rate(engine: MemoryEngine, bank: str) -> None:
 
 
 @pytest.mark.parametrize("query", ["hello world", "hello foo", "goodbye"])
-def test_notebook_high_decay_rate_matches_upstream(engine: MemoryEngine, bank: str,
-                                                   query: str) -> None:
+def test_notebook_high_decay_rate_matches_upstream(engine: MemoryEngine, bank: str, query: str) -> None:
     from langchain_classic.retrievers import TimeWeightedVectorStoreRetriever
 
     retriever = _notebook(engine, bank, 0.999)
     upstream = TimeWeightedVectorStoreRetriever(
-        vectorstore=_Store(DeterministicFakeEmbedding(size=384)), decay_rate=0.999, k=1)
+        vectorstore=_Store(DeterministicFakeEmbedding(size=384)), decay_rate=0.999, k=1
+    )
     yesterday = datetime.datetime.now() - timedelta(days=1)
-    upstream.add_documents([Document(page_content="hello world",
-                                     metadata={"last_accessed_at": yesterday})])
+    upstream.add_documents([Document(page_content="hello world", metadata={"last_accessed_at": yesterday})])
     upstream.add_documents([Document(page_content="hello foo")])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # upstream: "relevance scores must be ..."
@@ -183,16 +189,18 @@ def test_notebook_virtual_time(engine: MemoryEngine, bank: str) -> None:
     assert docs[0].metadata["last_accessed_at"] == tomorrow
     assert type(docs[0].metadata["last_accessed_at"]).__name__ == "MockDateTime"
     # written to Postgres: a re-opened retriever sees the access
-    again = TimeWeightedHindsightRetriever(engine=engine, bank=bank, decay_rate=0.999, k=1,
-                                           embeddings=retriever.vectorstore.embeddings)
+    again = TimeWeightedHindsightRetriever(
+        engine=engine, bank=bank, decay_rate=0.999, k=1, embeddings=retriever.vectorstore.embeddings
+    )
     assert again.memory_stream[0].metadata["last_accessed_at"] == tomorrow
 
 
 # ---------------------------------------------------------------- what upstream cannot do
 def test_memories_survive_a_new_retriever(engine: MemoryEngine, bank: str) -> None:
     first = TimeWeightedHindsightRetriever(engine=engine, bank=bank)
-    ids = first.add_documents([Document(page_content=f"memory {i}", metadata={"importance": i})
-                               for i in range(5)])
+    ids = first.add_documents(
+        [Document(page_content=f"memory {i}", metadata={"importance": i}) for i in range(5)]
+    )
     assert len(ids) == 5 and first.bank_stream.entries()[2].memory_id == ids[2]
     assert first.memory_stream[2].id is None  # as upstream: an id only when one was given
     second = TimeWeightedHindsightRetriever(engine=engine, bank=bank, other_score_keys=["importance"])
@@ -209,10 +217,13 @@ def test_inputs_not_mutated_and_timestamps_of_any_kind(engine: MemoryEngine, ban
     retriever = TimeWeightedHindsightRetriever(engine=engine, bank=bank, decay_rate=0.5)
     epoch = datetime.datetime(2024, 1, 1, 12, 0).timestamp()
     aware = datetime.datetime(2024, 1, 1, 12, 0, tzinfo=datetime.UTC)
-    docs = [Document(page_content="epoch", metadata={"last_accessed_at": epoch}),
-            Document(page_content="iso", metadata={"last_accessed_at": "2024-01-01T12:00:00Z"}),
-            Document(page_content="aware", metadata={"last_accessed_at": aware,
-                                                     "when": datetime.date(2024, 1, 2)})]
+    docs = [
+        Document(page_content="epoch", metadata={"last_accessed_at": epoch}),
+        Document(page_content="iso", metadata={"last_accessed_at": "2024-01-01T12:00:00Z"}),
+        Document(
+            page_content="aware", metadata={"last_accessed_at": aware, "when": datetime.date(2024, 1, 2)}
+        ),
+    ]
     before = [dict(d.metadata) for d in docs]
     retriever.add_documents(docs, current_time=datetime.datetime(2024, 1, 1, 13, 0))
     assert [d.metadata for d in docs] == before
@@ -242,11 +253,13 @@ def test_a_bank_refuses_another_model(engine: MemoryEngine, bank: str) -> None:
     written = TimeWeightedHindsightRetriever(engine=engine, bank=bank)  # all-MiniLM-L6-v2
     written.add_documents([Document(page_content="Alice works at Google.")])
     with pytest.raises(EmbeddingModelMismatchError, match=r"all-MiniLM-L6-v2.*DeterministicFake"):
-        TimeWeightedHindsightRetriever(engine=engine, bank=bank,
-                                       vectorstore=_Store(DeterministicFakeEmbedding(size=384)))
+        TimeWeightedHindsightRetriever(
+            engine=engine, bank=bank, vectorstore=_Store(DeterministicFakeEmbedding(size=384))
+        )
     with pytest.raises(DimensionMismatchError, match=r"384.*16"):
-        TimeWeightedHindsightRetriever(engine=engine, bank=bank,
-                                       embeddings=DeterministicFakeEmbedding(size=16))
+        TimeWeightedHindsightRetriever(
+            engine=engine, bank=bank, embeddings=DeterministicFakeEmbedding(size=16)
+        )
 
 
 def test_private_streams_are_separate_and_leave_nothing(engine: MemoryEngine) -> None:
@@ -277,8 +290,14 @@ def test_concurrent_adds_get_distinct_indexes(engine: MemoryEngine, bank: str) -
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(4) as pool:
-        list(pool.map(lambda i: (retriever if i % 2 else other).add_documents(
-            [Document(page_content=f"c{i}-{j}") for j in range(3)]), range(8)))
+        list(
+            pool.map(
+                lambda i: (retriever if i % 2 else other).add_documents(
+                    [Document(page_content=f"c{i}-{j}") for j in range(3)]
+                ),
+                range(8),
+            )
+        )
     fresh = TimeWeightedHindsightRetriever(engine=engine, bank=bank)
     assert [d.metadata["buffer_idx"] for d in fresh.memory_stream] == list(range(24))
     # the mirrors caught up with the other writer
@@ -289,8 +308,7 @@ def test_concurrent_adds_get_distinct_indexes(engine: MemoryEngine, bank: str) -
 
 
 async def test_async_path_and_existing_memories_adopted(engine: MemoryEngine, bank: str) -> None:
-    engine.retain(["Alice joined Google in March 2021.", "Bob moved to Paris."], bank=bank,
-                  progress=False)
+    engine.retain(["Alice joined Google in March 2021.", "Bob moved to Paris."], bank=bank, progress=False)
     retriever = TimeWeightedHindsightRetriever(engine=engine, bank=bank, k=2)
     assert [d.metadata["buffer_idx"] for d in retriever.memory_stream] == [0, 1]
     await retriever.aadd_documents([Document(page_content="Carol likes tea.")])
@@ -302,9 +320,13 @@ async def test_async_path_and_existing_memories_adopted(engine: MemoryEngine, ba
 
 def test_tempr_scoring(engine: MemoryEngine, bank: str) -> None:
     retriever = TimeWeightedHindsightRetriever(engine=engine, bank=bank, scoring="tempr", k=2)
-    retriever.add_documents([Document(page_content="Alice joined Google in March 2021."),
-                             Document(page_content="Bob moved to Paris in 2019."),
-                             Document(page_content="The weather was sunny.")])
+    retriever.add_documents(
+        [
+            Document(page_content="Alice joined Google in March 2021."),
+            Document(page_content="Bob moved to Paris in 2019."),
+            Document(page_content="The weather was sunny."),
+        ]
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         docs = retriever.invoke("Where does Alice work?")
@@ -323,8 +345,7 @@ def test_engine_from_dsn_is_owned(engine: MemoryEngine) -> None:
 def test_add_documents_writes_the_store_with_the_same_ids(engine: MemoryEngine) -> None:
     store = _Store(DeterministicFakeEmbedding(size=384))
     with TimeWeightedHindsightRetriever(engine=engine, vectorstore=store) as retriever:
-        ids = retriever.add_documents([Document(page_content="a"),
-                                       Document(page_content="b", id="mine")])
+        ids = retriever.add_documents([Document(page_content="a"), Document(page_content="b", id="mine")])
         assert ids[1] == "mine"
         stored = store.get_by_ids(ids)
         assert [d.page_content for d in stored] == ["a", "b"]
@@ -358,7 +379,6 @@ def test_the_stores_embedding_function_is_used_never_the_builtin(engine: MemoryE
     with TimeWeightedHindsightRetriever(engine=engine, vectorstore=store, k=1) as retriever:
         retriever.add_documents([Document(page_content="hello world")])
         info = {b.bank: b for b in engine.banks()}[retriever.bank_stream.bank]
-        assert (info.embedding_model, info.embedding_dimension) == ("HashEmbeddings(size=1536)",
-                                                                    1536)
+        assert (info.embedding_model, info.embedding_dimension) == ("HashEmbeddings(size=1536)", 1536)
         assert store.index.ntotal == 1
         assert retriever.invoke("hello world")[0].page_content == "hello world"

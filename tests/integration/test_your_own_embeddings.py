@@ -51,8 +51,7 @@ def test_engine_with_langchain_embeddings(own_engine: MemoryEngine, bank: str) -
     assert result.memories[0].text == TEXTS[2]
 
 
-def test_a_bank_refuses_another_model(engine: MemoryEngine, own_engine: MemoryEngine,
-                                      bank: str) -> None:
+def test_a_bank_refuses_another_model(engine: MemoryEngine, own_engine: MemoryEngine, bank: str) -> None:
     own_engine.retain(TEXTS[:1], bank=bank, progress=False)
     with pytest.raises(EmbeddingModelMismatchError) as caught:
         engine.retain(TEXTS[1:], bank=bank, progress=False)
@@ -62,8 +61,9 @@ def test_a_bank_refuses_another_model(engine: MemoryEngine, own_engine: MemoryEn
         engine.recall("Bob", bank=bank)
     with engine.with_embedder(HashEmbeddings(16)) as small, pytest.raises(DimensionMismatchError):
         small.retain(TEXTS[1:], bank=bank, progress=False)
-    assert len(own_engine.get(own_engine.retain(TEXTS[1:2], bank=bank, progress=False)[0],
-                              bank=bank).text) > 0
+    assert (
+        len(own_engine.get(own_engine.retain(TEXTS[1:2], bank=bank, progress=False)[0], bank=bank).text) > 0
+    )
 
 
 def test_langchain_retriever_embeddings(engine: MemoryEngine, bank: str) -> None:

@@ -41,8 +41,10 @@ def test_quantiles_interpolate_like_numpy() -> None:
 
 
 def test_summarise_headline_excludes_embedding_and_rerank() -> None:
-    rows = [{"query_embedding": 10.0, "arms": 5.0, "rerank": 2.0, "total": 20.0},
-            {"query_embedding": 12.0, "arms": 7.0, "rerank": 1.0, "total": 30.0}]
+    rows = [
+        {"query_embedding": 10.0, "arms": 5.0, "rerank": 2.0, "total": 20.0},
+        {"query_embedding": 12.0, "arms": 7.0, "rerank": 1.0, "total": 30.0},
+    ]
     summary = R.summarise(rows)
     assert summary[R.HEADLINE]["p50"] == pytest.approx((8.0 + 17.0) / 2)
     assert summary["arms"]["n"] == 2
@@ -75,15 +77,26 @@ def test_harness_on_tiny_corpus(engine: object, bank: str) -> None:
     assert corpus.vectors.shape == (50, C.DIMENSION) and corpus.real == 30
     queries = C.make_queries(6, encoder=_encoder, use_cache=False)
     load = R.ensure_bank(engine, corpus, bank, batch=20, log=lambda _: None)
-    assert load == {"reused": False, "seconds": load["seconds"], "memories": 50,
-                    "per_second": load["per_second"]}
+    assert load == {
+        "reused": False,
+        "seconds": load["seconds"],
+        "memories": 50,
+        "per_second": load["per_second"],
+    }
     assert R.ensure_bank(engine, corpus, bank)["reused"] is True
 
     ours = R.measure_ours(engine, bank, queries, calls=2, clients=2, warmup=0)
     assert ours["calls"] == 2 and ours["qps"] > 0
     assert {"total", "arms", R.HEADLINE} <= set(ours["stages"])
-    plain = R.measure_plain(engine.dsn, bank, queries,  # type: ignore[attr-defined]
-                            lambda t: _encoder([t])[0], calls=4, clients=2, warmup=0)
+    plain = R.measure_plain(
+        engine.dsn,
+        bank,
+        queries,  # type: ignore[attr-defined]
+        lambda t: _encoder([t])[0],
+        calls=4,
+        clients=2,
+        warmup=0,
+    )
     assert plain["rows_mean"] == 10
     size = {"ours_1": ours, "ours_8": ours, "plain_1": plain, "plain_8": plain}
     size["ratios"] = R.ratios(size)

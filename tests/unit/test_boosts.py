@@ -27,6 +27,7 @@ NOW = dt.datetime(2024, 1, 1, tzinfo=UTC)
 
 # --- effective_date --------------------------------------------------------------------------
 
+
 def test_effective_date_uses_middle_of_occurred_interval() -> None:
     start = dt.datetime(2023, 3, 1, tzinfo=UTC)
     end = dt.datetime(2023, 3, 11, tzinfo=UTC)
@@ -81,6 +82,7 @@ def test_effective_date_naive_taken_as_utc() -> None:
 
 # --- recency ---------------------------------------------------------------------------------
 
+
 def test_recency_linear() -> None:
     assert recency(NOW - dt.timedelta(days=73), NOW, "linear") == pytest.approx(1 - 73 / 365)
     assert recency(NOW, NOW, "linear") == 1.0
@@ -90,9 +92,8 @@ def test_recency_linear() -> None:
 
 def test_recency_exponential() -> None:
     assert recency(NOW - dt.timedelta(days=90), NOW, "exponential") == pytest.approx(0.5)
-    assert recency(NOW - dt.timedelta(days=45), NOW, "exponential") == pytest.approx(0.5 ** 0.5)
-    assert recency(NOW - dt.timedelta(days=10), NOW, "exponential",
-                   half_life_days=10) == pytest.approx(0.5)
+    assert recency(NOW - dt.timedelta(days=45), NOW, "exponential") == pytest.approx(0.5**0.5)
+    assert recency(NOW - dt.timedelta(days=10), NOW, "exponential", half_life_days=10) == pytest.approx(0.5)
 
 
 def test_recency_none_missing_and_future() -> None:
@@ -117,6 +118,7 @@ def test_recency_rejects_unknown_mode() -> None:
 
 
 # --- proof and boost -------------------------------------------------------------------------
+
 
 def test_proof_norm() -> None:
     assert proof_norm(1) == 0.5
@@ -146,11 +148,13 @@ def test_boost_config_validation() -> None:
 
 # --- apply_boosts ----------------------------------------------------------------------------
 
+
 def _inputs() -> list[BoostInput]:
     return [
         BoostInput(id="b"),  # no date, no proof, no proximity: every boost neutral
-        BoostInput(id="a", occurred_start=NOW - dt.timedelta(days=181), proof_count=10,
-                   temporal_proximity=0.9),
+        BoostInput(
+            id="a", occurred_start=NOW - dt.timedelta(days=181), proof_count=10, temporal_proximity=0.9
+        ),
     ]
 
 
@@ -158,8 +162,12 @@ def test_apply_boosts_arithmetic_with_window() -> None:
     # The leading implementation's recency strength (ours defaults to a gentler 0.05).
     scored = apply_boosts([0.85, 0.8], _inputs(), NOW, True, BoostConfig(recency_alpha=0.2))
     rec_a = 1 - 181 / 365
-    expected_a = (0.8 * (1 + 0.2 * (rec_a - 0.5)) * (1 + 0.2 * (0.9 - 0.5))
-                  * (1 + 0.1 * (0.5 + math.log(10) / 10 - 0.5)))
+    expected_a = (
+        0.8
+        * (1 + 0.2 * (rec_a - 0.5))
+        * (1 + 0.2 * (0.9 - 0.5))
+        * (1 + 0.1 * (0.5 + math.log(10) / 10 - 0.5))
+    )
     assert [s.id for s in scored] == ["a", "b"]
     a, b = scored
     assert a.final == pytest.approx(expected_a)  # ≈ 0.8847
@@ -174,8 +182,9 @@ def test_apply_boosts_temporal_neutral_without_window() -> None:
     scored = apply_boosts([0.85, 0.8], _inputs(), NOW, False, BoostConfig(recency_alpha=0.2))
     a = next(s for s in scored if s.id == "a")
     assert a.temporal_boost == 1.0
-    assert a.final == pytest.approx(0.8 * (1 + 0.2 * (1 - 181 / 365 - 0.5))
-                                    * (1 + 0.1 * (math.log(10) / 10)))  # ≈ 0.8191
+    assert a.final == pytest.approx(
+        0.8 * (1 + 0.2 * (1 - 181 / 365 - 0.5)) * (1 + 0.1 * (math.log(10) / 10))
+    )  # ≈ 0.8191
     assert [s.id for s in scored] == ["b", "a"]
 
 
@@ -198,8 +207,7 @@ def test_apply_boosts_recency_mode_and_alphas_from_config() -> None:
 def test_apply_boosts_mid_year_keeps_reranker_order() -> None:
     # #3893: a correct CE order flipped because "2023" was dated Jan 1.
     inputs = [
-        BoostInput(id="year", occurred_start=dt.datetime(2023, 1, 1, tzinfo=UTC),
-                   date_grain="year"),
+        BoostInput(id="year", occurred_start=dt.datetime(2023, 1, 1, tzinfo=UTC), date_grain="year"),
         BoostInput(id="exact", occurred_start=dt.datetime(2023, 6, 1, tzinfo=UTC)),
     ]
     scored = apply_boosts([0.80, 0.78], inputs, NOW, False)
@@ -222,18 +230,34 @@ def test_apply_boosts_nan_reranker_score_is_zero_and_proximity_clamped() -> None
 
 def test_boost_input_from_record_and_breakdown() -> None:
     rec = MemoryRecord(
-        id="m1", bank="b", text="t", context=None, fact_type="world",
-        occurred_start=dt.datetime(2023, 1, 1, tzinfo=UTC), occurred_end=None, mentioned_at=None,
-        date_grain="year", created_at=NOW, updated_at=NOW, last_accessed_at=None, tags=(),
-        metadata={}, proof_count=3, document_id=None, chunk_id=None,
+        id="m1",
+        bank="b",
+        text="t",
+        context=None,
+        fact_type="world",
+        occurred_start=dt.datetime(2023, 1, 1, tzinfo=UTC),
+        occurred_end=None,
+        mentioned_at=None,
+        date_grain="year",
+        created_at=NOW,
+        updated_at=NOW,
+        last_accessed_at=None,
+        tags=(),
+        metadata={},
+        proof_count=3,
+        document_id=None,
+        chunk_id=None,
     )
     inp = BoostInput.from_record(rec, temporal_proximity=0.6)
     assert inp.date_grain == "year" and inp.proof_count == 3 and inp.temporal_proximity == 0.6
     (scored,) = apply_boosts([0.7], [inp], NOW, True)
     assert isinstance(scored, ScoredCandidate)
-    fused = reciprocal_rank_fusion({"semantic": [ArmHit(id="m1", score=0.9)],
-                                    "temporal": [ArmHit(id="m1", score=0.6,
-                                                        temporal_proximity=0.6)]})[0]
+    fused = reciprocal_rank_fusion(
+        {
+            "semantic": [ArmHit(id="m1", score=0.9)],
+            "temporal": [ArmHit(id="m1", score=0.6, temporal_proximity=0.6)],
+        }
+    )[0]
     bd = scored.breakdown(fused, reranker_raw=0.85)
     assert bd.rrf == pytest.approx(2 / 61)
     assert dict(bd.arm_ranks) == {"semantic": 1, "temporal": 1}

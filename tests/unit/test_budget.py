@@ -24,6 +24,7 @@ W = WordCounter()
 
 # --- resolve_budget --------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize(("name", "n"), [("low", 100), ("mid", 300), ("high", 1000)])
 def test_fixed_budgets(name: str, n: int) -> None:
     assert resolve_budget(name, 4096) == n
@@ -63,6 +64,7 @@ def test_unknown_budget_names_allowed_values() -> None:
 
 # --- token_cut -------------------------------------------------------------------------------
 
+
 def test_token_cut_stops_at_first_overflow() -> None:
     texts = ["a b c", "d e f g", "h", "i j"]  # 3, 4, 1, 2 tokens
     assert token_cut(texts, 7, W) == 2  # 3 + 4 = 7 fits exactly
@@ -81,6 +83,7 @@ def test_token_cut_with_cl100k() -> None:
 
 
 # --- chunk_fill ------------------------------------------------------------------------------
+
 
 def test_chunk_fill_truncates_the_last_chunk() -> None:
     fill = chunk_fill(["a b c", "d e f g", "h i"], 5, W)

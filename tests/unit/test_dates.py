@@ -32,7 +32,7 @@ def eod(y: int, m: int, day: int) -> dt.datetime:
     return dt.datetime(y, m, day, 23, 59, 59, 999999, tzinfo=UTC)
 
 
-R_MON = d(2023, 5, 8, 10)   # Monday 2023-05-08 10:00 UTC
+R_MON = d(2023, 5, 8, 10)  # Monday 2023-05-08 10:00 UTC
 R_WED = d(2024, 3, 13, 12)  # Wednesday 2024-03-13 12:00 UTC
 R_SAT = d(2024, 6, 15, 12)  # Saturday 2024-06-15 12:00 UTC
 
@@ -41,14 +41,16 @@ Expected = tuple[dt.datetime, dt.datetime, DateGrain] | None
 CASES: list[tuple[str, dt.datetime, Expected]] = [
     # --- relative days ------------------------------------------------------------------------
     ("yesterday", R_MON, (d(2023, 5, 7), eod(2023, 5, 7), "day")),
-    ('Melanie said, "I went to the support group yesterday"', R_MON,
-     (d(2023, 5, 7), eod(2023, 5, 7), "day")),
+    ('Melanie said, "I went to the support group yesterday"', R_MON, (d(2023, 5, 7), eod(2023, 5, 7), "day")),
     ("today", R_MON, (d(2023, 5, 8), eod(2023, 5, 8), "day")),
     ("the day before yesterday", R_MON, (d(2023, 5, 6), eod(2023, 5, 6), "day")),
     ("3 days ago", R_MON, (d(2023, 5, 5), eod(2023, 5, 5), "day")),
     ("two weeks ago", R_MON, (d(2023, 4, 24), eod(2023, 4, 24), "day")),
-    ("yesterday at 5pm", R_MON,
-     (d(2023, 5, 7, 17), dt.datetime(2023, 5, 7, 17, 59, 59, 999999, tzinfo=UTC), "hour")),
+    (
+        "yesterday at 5pm",
+        R_MON,
+        (d(2023, 5, 7, 17), dt.datetime(2023, 5, 7, 17, 59, 59, 999999, tzinfo=UTC), "hour"),
+    ),
     # fuzzy counts: couple = 2..3, few = 2..4, several = 3..7 units back
     ("a couple of days ago", R_MON, (d(2023, 5, 5), eod(2023, 5, 6), "day")),
     ("a few weeks ago", R_MON, (d(2023, 4, 10), eod(2023, 4, 24), "week")),
@@ -84,8 +86,11 @@ CASES: list[tuple[str, dt.datetime, Expected]] = [
     ("May 7, 2023", R_SAT, (d(2023, 5, 7), eod(2023, 5, 7), "day")),
     ("2023-05-07", R_SAT, (d(2023, 5, 7), eod(2023, 5, 7), "day")),
     ("Christmas 2022", R_SAT, (d(2022, 12, 25), eod(2022, 12, 25), "day")),
-    ("When did Caroline go to the LGBTQ support group on 7 May 2023?", R_SAT,
-     (d(2023, 5, 7), eod(2023, 5, 7), "day")),
+    (
+        "When did Caroline go to the LGBTQ support group on 7 May 2023?",
+        R_SAT,
+        (d(2023, 5, 7), eod(2023, 5, 7), "day"),
+    ),
     # --- seasons (meteorological, northern hemisphere) ----------------------------------------
     ("last spring", R_SAT, (d(2024, 3, 1), eod(2024, 5, 31), "season")),
     ("last summer", R_SAT, (d(2023, 6, 1), eod(2023, 8, 31), "season")),
@@ -182,8 +187,9 @@ def test_table_is_large_enough() -> None:
 
 
 @pytest.mark.parametrize(("text", "ref", "expected"), CASES, ids=[_case_id(c) for c in CASES])
-def test_parse_query_dates_table(parser: DucklingDateParser, text: str, ref: dt.datetime,
-                                 expected: Expected) -> None:
+def test_parse_query_dates_table(
+    parser: DucklingDateParser, text: str, ref: dt.datetime, expected: Expected
+) -> None:
     window = parser.parse_query_dates(text, ref)
     if expected is None:
         assert window is None, f"{text!r} should not be a date, got {window}"
@@ -230,34 +236,38 @@ def test_parse_dates_returns_mentions_with_offsets(parser: DucklingDateParser) -
     mentions = parser.parse_dates(text, R_SAT)
     assert [m.text for m in mentions] == ["in June 2023", "last summer"]
     for mention in mentions:
-        assert text[mention.start_char:mention.end_char] == mention.text
+        assert text[mention.start_char : mention.end_char] == mention.text
     assert mentions[1].window.grain == "season"
 
 
 def test_offsets_survive_emoji(parser: DucklingDateParser) -> None:
     text = "🎉🎉 party yesterday!"
     (mention,) = parser.parse_dates(text, R_MON)
-    assert text[mention.start_char:mention.end_char] == "yesterday"
+    assert text[mention.start_char : mention.end_char] == "yesterday"
 
 
 # --- event_window -------------------------------------------------------------------------------
 
 EVENT_CASES: list[tuple[str, dt.datetime, Expected]] = [
     ("I went to the support group yesterday", R_MON, (d(2023, 5, 7), eod(2023, 5, 7), "day")),
-    ("In 2022 I started painting, and yesterday I sold my first piece.", R_MON,
-     (d(2023, 5, 7), eod(2023, 5, 7), "day")),
-    ("I woke at 7am and then booked the trip for June 2023.", R_SAT,
-     (d(2023, 6, 1), eod(2023, 6, 30), "month")),
+    (
+        "In 2022 I started painting, and yesterday I sold my first piece.",
+        R_MON,
+        (d(2023, 5, 7), eod(2023, 5, 7), "day"),
+    ),
+    (
+        "I woke at 7am and then booked the trip for June 2023.",
+        R_SAT,
+        (d(2023, 6, 1), eod(2023, 6, 30), "month"),
+    ),
     ("Last summer we camped by the lake.", R_SAT, (d(2023, 6, 1), eod(2023, 8, 31), "season")),
     ("Nothing temporal here at all.", R_SAT, None),
     ("May I ask about the ticket 2023?", R_SAT, None),
 ]
 
 
-@pytest.mark.parametrize(("text", "ref", "expected"), EVENT_CASES,
-                         ids=[_case_id(c) for c in EVENT_CASES])
-def test_event_window(parser: DucklingDateParser, text: str, ref: dt.datetime,
-                      expected: Expected) -> None:
+@pytest.mark.parametrize(("text", "ref", "expected"), EVENT_CASES, ids=[_case_id(c) for c in EVENT_CASES])
+def test_event_window(parser: DucklingDateParser, text: str, ref: dt.datetime, expected: Expected) -> None:
     window = parser.event_window(text, ref)
     if expected is None:
         assert window is None
@@ -296,12 +306,16 @@ def test_nul_bytes_do_not_hide_later_dates(parser: DucklingDateParser) -> None:
     assert window is not None and window.start == d(2023, 5, 7)
 
 
-@pytest.mark.parametrize("sentence", [
-    "We talked about the weather in June 2023 and port 2023. ",
-    "On 5 May 2023 and 6/7/2022 and last Friday at 3pm, ",  # dense: Duckling is superlinear
-])
-def test_huge_text_is_capped(monkeypatch: pytest.MonkeyPatch, parser: DucklingDateParser,
-                             sentence: str) -> None:
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "We talked about the weather in June 2023 and port 2023. ",
+        "On 5 May 2023 and 6/7/2022 and last Friday at 3pm, ",  # dense: Duckling is superlinear
+    ],
+)
+def test_huge_text_is_capped(
+    monkeypatch: pytest.MonkeyPatch, parser: DucklingDateParser, sentence: str
+) -> None:
     # What keeps a huge text fast is that Duckling (superlinear on dense dates) never sees more
     # than the cap; the speed itself is measured in benchmarks/date_parse.py, not asserted here.
     seen: list[int] = []
@@ -319,8 +333,9 @@ def test_huge_text_is_capped(monkeypatch: pytest.MonkeyPatch, parser: DucklingDa
     assert all(m.end_char <= parser.max_text_chars for m in mentions)
 
 
-def test_duckling_failure_degrades_to_rules(monkeypatch: pytest.MonkeyPatch,
-                                            parser: DucklingDateParser) -> None:
+def test_duckling_failure_degrades_to_rules(
+    monkeypatch: pytest.MonkeyPatch, parser: DucklingDateParser
+) -> None:
     def boom(*_args: Any, **_kwargs: Any) -> str:
         raise RuntimeError("duckling exploded")
 
@@ -330,8 +345,7 @@ def test_duckling_failure_degrades_to_rules(monkeypatch: pytest.MonkeyPatch,
     assert window is not None and window.start == d(2022, 6, 1)
 
 
-def test_duckling_garbage_json_degrades(monkeypatch: pytest.MonkeyPatch,
-                                        parser: DucklingDateParser) -> None:
+def test_duckling_garbage_json_degrades(monkeypatch: pytest.MonkeyPatch, parser: DucklingDateParser) -> None:
     monkeypatch.setattr(dates, "_call_duckling", lambda *_a, **_k: '[{"body": 3}]')
     assert parser.parse_dates("yesterday", R_MON) == []
 
@@ -343,8 +357,7 @@ def test_without_duckling_rules_still_work() -> None:
     assert window is not None and window.grain == "quarter"
 
 
-def test_precheck_skips_duckling(monkeypatch: pytest.MonkeyPatch,
-                                 parser: DucklingDateParser) -> None:
+def test_precheck_skips_duckling(monkeypatch: pytest.MonkeyPatch, parser: DucklingDateParser) -> None:
     calls: list[str] = []
 
     def spy(text: str, *_args: Any) -> str:

@@ -43,6 +43,7 @@ def by_name(mentions: list[EntityMention]) -> dict[str, str]:
 
 # --- extractor: NER ------------------------------------------------------------------------------
 
+
 def test_extractor_satisfies_protocol(extractor: SpacyEntityExtractor) -> None:
     assert isinstance(extractor, EntityExtractor)
 
@@ -78,6 +79,7 @@ def test_possessive_is_stripped_and_mentions_deduplicated(extractor: SpacyEntity
 
 # --- extractor: PROPN fallback and chat text -----------------------------------------------------
 
+
 def test_propn_fallback_catches_speaker_name_ner_misses(extractor: SpacyEntityExtractor) -> None:
     # The small model's NER finds nothing here (checked in the next assertion); the tagger does
     # tag "Caroline" as a proper noun. Greetings like this are how LoCoMo speakers address each
@@ -96,15 +98,18 @@ def test_fallback_catches_vocative_sentence_initial_name(extractor: SpacyEntityE
     assert names(mentions) == {"Calvin"}
 
 
-@pytest.mark.parametrize("text", [
-    "Hey! Wow, thanks so much. Yeah, OK. Lol",
-    "Yep! Glad to hear it. Congrats!!",
-    "Awww, that's so sweet. Bye!",
-    "Cool. Awesome. Thanks!",
-    "I told you it was Monday, not Friday.",
-    "Good to see you! Hope you're well.",
-    "Well, that went fine. Honestly, great.",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Hey! Wow, thanks so much. Yeah, OK. Lol",
+        "Yep! Glad to hear it. Congrats!!",
+        "Awww, that's so sweet. Bye!",
+        "Cool. Awesome. Thanks!",
+        "I told you it was Monday, not Friday.",
+        "Good to see you! Hope you're well.",
+        "Well, that went fine. Honestly, great.",
+    ],
+)
 def test_chat_interjections_and_common_words_are_not_entities(
     extractor: SpacyEntityExtractor, text: str
 ) -> None:
@@ -119,11 +124,21 @@ def test_interjections_are_trimmed_off_names(extractor: SpacyEntityExtractor) ->
     assert names(mentions) == {"Gina"}
 
 
-@pytest.mark.parametrize("text", [
-    "", "   ", "\n\t", "\x00", "a\x00b Alice\x00", "🎉🎉🎉", "🧘‍♀️ Caroline 🧘‍♀️", "!!!???",
-    "\ud83d",  # a lone surrogate
-    "x" * 5000,
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "   ",
+        "\n\t",
+        "\x00",
+        "a\x00b Alice\x00",
+        "🎉🎉🎉",
+        "🧘‍♀️ Caroline 🧘‍♀️",
+        "!!!???",
+        "\ud83d",  # a lone surrogate
+        "x" * 5000,
+    ],
+)
 def test_odd_text_does_not_crash(extractor: SpacyEntityExtractor, text: str) -> None:
     out = extractor.extract([text])
     assert len(out) == 1
@@ -164,8 +179,7 @@ def test_accepts_pipeline_by_path(extractor: SpacyEntityExtractor) -> None:
     root = Path(str(package.__file__)).parent
     [model_dir] = [p for p in root.iterdir() if p.is_dir() and (p / "config.cfg").exists()]
     by_path = SpacyEntityExtractor(str(model_dir))
-    assert by_path.extract(["Alice works at Google."]) == extractor.extract(
-        ["Alice works at Google."])
+    assert by_path.extract(["Alice works at Google."]) == extractor.extract(["Alice works at Google."])
 
 
 def test_missing_model_raises_model_unavailable() -> None:
@@ -181,52 +195,62 @@ def test_bad_batch_size() -> None:
 
 # --- canonical names and match keys --------------------------------------------------------------
 
-@pytest.mark.parametrize(("raw", "expected"), [
-    ("Google", "Google"),
-    ("  Google  ", "Google"),
-    ("Ed Sheeran's", "Ed Sheeran"),
-    ("Ed Sheeran’s", "Ed Sheeran"),
-    ("the Grand Canyon", "Grand Canyon"),
-    ("The Name of the Wind", "Name of the Wind"),
-    ('"The Lean Startup', "Lean Startup"),
-    ("Summer Sounds\"-", "Summer Sounds"),
-    ("James!", "James"),
-    ("New   York\nCity", "New York City"),
-    ("Google Inc.", "Google Inc."),
-    ("Washington D.C.", "Washington D.C."),
-    ("LGBTQ+", "LGBTQ+"),
-    ("the", "the"),
-    ("'s", ""),
-    ("...", ""),
-    ("", ""),
-])
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("Google", "Google"),
+        ("  Google  ", "Google"),
+        ("Ed Sheeran's", "Ed Sheeran"),
+        ("Ed Sheeran’s", "Ed Sheeran"),
+        ("the Grand Canyon", "Grand Canyon"),
+        ("The Name of the Wind", "Name of the Wind"),
+        ('"The Lean Startup', "Lean Startup"),
+        ('Summer Sounds"-', "Summer Sounds"),
+        ("James!", "James"),
+        ("New   York\nCity", "New York City"),
+        ("Google Inc.", "Google Inc."),
+        ("Washington D.C.", "Washington D.C."),
+        ("LGBTQ+", "LGBTQ+"),
+        ("the", "the"),
+        ("'s", ""),
+        ("...", ""),
+        ("", ""),
+    ],
+)
 def test_canonicalize_entity_name(raw: str, expected: str) -> None:
     assert canonicalize_entity_name(raw) == expected
 
 
 def test_match_key_google_variants() -> None:
-    keys = {entity_match_key(n) for n in ["google", "Google", "Google Inc.", "GOOGLE, Inc",
-                                          "Google's", "the Google"]}
+    keys = {
+        entity_match_key(n)
+        for n in ["google", "Google", "Google Inc.", "GOOGLE, Inc", "Google's", "the Google"]
+    }
     assert keys == {"google"}
 
 
-@pytest.mark.parametrize(("raw", "key"), [
-    ("Acme Corp", "acme"),
-    ("Acme Corporation", "acme"),
-    ("Acme Ltd.", "acme"),
-    ("Acme LLC", "acme"),
-    ("Acme Co.", "acme"),
-    ("Co.", "co"),               # a suffix alone is the name, not a suffix
-    ("J.K. Rowling", "jk rowling"),
-    ("Coca-Cola", "coca cola"),
-    ("Straße", "strasse"),      # casefold, not lower
-    ("", ""),
-])
+@pytest.mark.parametrize(
+    ("raw", "key"),
+    [
+        ("Acme Corp", "acme"),
+        ("Acme Corporation", "acme"),
+        ("Acme Ltd.", "acme"),
+        ("Acme LLC", "acme"),
+        ("Acme Co.", "acme"),
+        ("Co.", "co"),  # a suffix alone is the name, not a suffix
+        ("J.K. Rowling", "jk rowling"),
+        ("Coca-Cola", "coca cola"),
+        ("Straße", "strasse"),  # casefold, not lower
+        ("", ""),
+    ],
+)
 def test_entity_match_key(raw: str, key: str) -> None:
     assert entity_match_key(raw) == key
 
 
 # --- trigram similarity, as pg_trgm computes it --------------------------------------------------
+
 
 def test_trigram_set_matches_pg_trgm_show_trgm() -> None:
     # SELECT show_trgm('word') -> {"  w"," wo","ord","rd ","wor"}
@@ -237,21 +261,24 @@ def test_trigram_set_matches_pg_trgm_show_trgm() -> None:
     assert trigram_set("!!!") == frozenset()
 
 
-@pytest.mark.parametrize(("a", "b", "expected"), [
-    ("word", "two words", 4 / 11),             # pg_trgm docs: 0.363636
-    ("Google", "Google Inc.", 7 / 11),         # PG: 0.6363636
-    ("Caroline", "Carolyn", 5 / 12),           # PG: 0.4166667
-    ("Jon", "John", 2 / 7),                    # PG: 0.2857143
-    ("Mel", "Melanie", 3 / 9),                 # PG: 0.3333333
-    ("New York City", "new york", 9 / 14),     # PG: 0.6428571
-    ("x", "xyz", 1 / 5),                       # PG: 0.2
-    ("Microsoft Corp", "Microsoft", 10 / 15),  # PG: 0.6666667
-    ("co-op", "co op", 1.0),
-    ("a", "a", 1.0),
-    ("", "abc", 0.0),
-    ("", "", 0.0),                             # PG returns 0 for two empty sets
-    ("!!!", "abc", 0.0),
-])
+@pytest.mark.parametrize(
+    ("a", "b", "expected"),
+    [
+        ("word", "two words", 4 / 11),  # pg_trgm docs: 0.363636
+        ("Google", "Google Inc.", 7 / 11),  # PG: 0.6363636
+        ("Caroline", "Carolyn", 5 / 12),  # PG: 0.4166667
+        ("Jon", "John", 2 / 7),  # PG: 0.2857143
+        ("Mel", "Melanie", 3 / 9),  # PG: 0.3333333
+        ("New York City", "new york", 9 / 14),  # PG: 0.6428571
+        ("x", "xyz", 1 / 5),  # PG: 0.2
+        ("Microsoft Corp", "Microsoft", 10 / 15),  # PG: 0.6666667
+        ("co-op", "co op", 1.0),
+        ("a", "a", 1.0),
+        ("", "abc", 0.0),
+        ("", "", 0.0),  # PG returns 0 for two empty sets
+        ("!!!", "abc", 0.0),
+    ],
+)
 def test_trigram_similarity_matches_pg_trgm(a: str, b: str, expected: float) -> None:
     assert trigram_similarity(a, b) == pytest.approx(expected, abs=1e-7)
     assert trigram_similarity(b, a) == pytest.approx(expected, abs=1e-7)
@@ -265,9 +292,9 @@ def test_trigram_similarity_non_ascii() -> None:
 
 # --- in-batch resolution -------------------------------------------------------------------------
 
+
 def test_resolve_same_key_and_representative() -> None:
-    mapping = resolve_in_batch(["google", "Google", "Google Inc.", "Google", "Alice"],
-                               threshold=0.6)
+    mapping = resolve_in_batch(["google", "Google", "Google Inc.", "Google", "Alice"], threshold=0.6)
     assert mapping["google"] == mapping["Google"] == mapping["Google Inc."] == "Google"
     assert mapping["Alice"] == "Alice"
 

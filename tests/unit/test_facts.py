@@ -38,16 +38,30 @@ SAID = dt.datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
 
 STORY = {
     "facts": [
-        {"text": "Caroline's car broke down on the highway.", "fact_type": "experience",
-         "entities": ["Caroline"], "occurred_start": "2023-05-07", "occurred_end": None,
-         "causal_relations": []},
-        {"text": "Caroline missed her job interview at Google.", "fact_type": "experience",
-         "entities": ["Caroline", "Google", " google ", ""],
-         "occurred_start": "2023-05-07T10:00:00", "occurred_end": "2023-05-07T13:00:00+02:00",
-         "causal_relations": [{"target_fact_index": 0, "relation_type": "caused_by"}]},
-        {"text": "Google is headquartered in Mountain View.", "fact_type": "world",
-         "entities": ["Google", "Mountain View"], "occurred_start": None,
-         "occurred_end": None, "causal_relations": []},
+        {
+            "text": "Caroline's car broke down on the highway.",
+            "fact_type": "experience",
+            "entities": ["Caroline"],
+            "occurred_start": "2023-05-07",
+            "occurred_end": None,
+            "causal_relations": [],
+        },
+        {
+            "text": "Caroline missed her job interview at Google.",
+            "fact_type": "experience",
+            "entities": ["Caroline", "Google", " google ", ""],
+            "occurred_start": "2023-05-07T10:00:00",
+            "occurred_end": "2023-05-07T13:00:00+02:00",
+            "causal_relations": [{"target_fact_index": 0, "relation_type": "caused_by"}],
+        },
+        {
+            "text": "Google is headquartered in Mountain View.",
+            "fact_type": "world",
+            "entities": ["Google", "Mountain View"],
+            "occurred_start": None,
+            "occurred_end": None,
+            "causal_relations": [],
+        },
     ]
 }
 
@@ -82,6 +96,7 @@ def _tool_reply(args: dict[str, Any]) -> AIMessage:
 
 # --- the protocol and the models -------------------------------------------------------------------
 
+
 def test_extractor_satisfies_protocol() -> None:
     assert isinstance(LangChainFactExtractor(_fake("{}")), FactExtractor)
 
@@ -89,8 +104,7 @@ def test_extractor_satisfies_protocol() -> None:
 def test_models_validate_the_documented_shape() -> None:
     facts = FactList.model_validate(STORY)
     assert [f.fact_type for f in facts.facts] == ["experience", "experience", "world"]
-    assert facts.facts[1].causal_relations == [
-        CausalRelation(target_fact_index=0, relation_type="caused_by")]
+    assert facts.facts[1].causal_relations == [CausalRelation(target_fact_index=0, relation_type="caused_by")]
     assert ExtractedFact(text="x").entities == []
     schema = FactList.model_json_schema()
     assert "facts" in schema["properties"]
@@ -98,10 +112,14 @@ def test_models_validate_the_documented_shape() -> None:
 
 # --- JSON parsing path (no with_structured_output) -------------------------------------------------
 
+
 def test_facts_become_memory_items_with_entities_dates_and_links() -> None:
     extractor = LangChainFactExtractor(_fake(json.dumps(STORY)))
-    items = extractor.extract_facts(["Caroline: my car broke down yesterday, so I missed the "
-                                     "Google interview."], mentioned_at=SAID, context="chat")
+    items = extractor.extract_facts(
+        ["Caroline: my car broke down yesterday, so I missed the Google interview."],
+        mentioned_at=SAID,
+        context="chat",
+    )
     assert len(items) == 3
     assert all(isinstance(i, MemoryItem) for i in items)
     car, missed, hq = items
@@ -125,8 +143,9 @@ def test_facts_become_memory_items_with_entities_dates_and_links() -> None:
 def test_prompt_carries_mentioned_at_and_the_numbered_texts() -> None:
     model = RecordingFake(responses=['{"facts": []}'])
     model.seen.clear()
-    LangChainFactExtractor(model).extract_facts(["first text", "second text"],
-                                                mentioned_at=SAID, context="a diary")
+    LangChainFactExtractor(model).extract_facts(
+        ["first text", "second text"], mentioned_at=SAID, context="a diary"
+    )
     (messages,) = model.seen
     joined = "\n".join(str(m.content) for m in messages)
     assert "2023-05-08T13:56:00+00:00" in joined
@@ -140,8 +159,7 @@ def test_code_fenced_json_and_a_bare_list_are_accepted() -> None:
     bare = json.dumps(STORY["facts"][:1])
     extractor = LangChainFactExtractor(_fake(fenced, bare))
     assert len(extractor.extract_facts(["a"])) == 3
-    assert [i.text for i in extractor.extract_facts(["b"])] == [
-        "Caroline's car broke down on the highway."]
+    assert [i.text for i in extractor.extract_facts(["b"])] == ["Caroline's car broke down on the highway."]
 
 
 def test_generic_fake_chat_model_works_too() -> None:
@@ -151,23 +169,31 @@ def test_generic_fake_chat_model_works_too() -> None:
 
 
 def test_invalid_relations_are_dropped() -> None:
-    reply = {"facts": [
-        {"text": "A happened.", "causal_relations": [
-            {"target_fact_index": 0, "relation_type": "caused_by"},      # self-link
-            {"target_fact_index": 7, "relation_type": "caused_by"},      # out of range
-            {"target_fact_index": -1, "relation_type": "causes"},        # negative
-            {"target_fact_index": 1, "relation_type": "inspired"},       # unknown type
-            {"target_fact_index": "1", "relation_type": "enables"},      # string index: accepted
-            {"target_fact_index": True, "relation_type": "causes"},      # bool is not an index
-            {"relation_type": "causes"},                                 # no target
-            "garbage",
-        ]},
-        {"text": "B happened.", "causal_relations": [
-            {"target_fact_index": 0, "relation_type": "caused_by"},
-            {"target_fact_index": 0, "relation_type": "caused_by"},      # duplicate
-            {"target_fact_index": 0, "relation_type": "prevents"},
-        ]},
-    ]}
+    reply = {
+        "facts": [
+            {
+                "text": "A happened.",
+                "causal_relations": [
+                    {"target_fact_index": 0, "relation_type": "caused_by"},  # self-link
+                    {"target_fact_index": 7, "relation_type": "caused_by"},  # out of range
+                    {"target_fact_index": -1, "relation_type": "causes"},  # negative
+                    {"target_fact_index": 1, "relation_type": "inspired"},  # unknown type
+                    {"target_fact_index": "1", "relation_type": "enables"},  # string index: accepted
+                    {"target_fact_index": True, "relation_type": "causes"},  # bool is not an index
+                    {"relation_type": "causes"},  # no target
+                    "garbage",
+                ],
+            },
+            {
+                "text": "B happened.",
+                "causal_relations": [
+                    {"target_fact_index": 0, "relation_type": "caused_by"},
+                    {"target_fact_index": 0, "relation_type": "caused_by"},  # duplicate
+                    {"target_fact_index": 0, "relation_type": "prevents"},
+                ],
+            },
+        ]
+    }
     a, b = LangChainFactExtractor(_fake(json.dumps(reply))).extract_facts(["x"])
     assert a.caused_by == () and a.causes == () and a.prevents == ()
     assert a.enables == (1,)
@@ -175,17 +201,16 @@ def test_invalid_relations_are_dropped() -> None:
 
 
 def test_bad_dates_and_fields_are_dropped_not_fatal() -> None:
-    reply = {"facts": [
-        {"text": "Bad date.", "occurred_start": "last Tuesday", "occurred_end": "2023-13-45"},
-        {"text": "End before start.", "occurred_start": "2023-05-10",
-         "occurred_end": "2023-05-01"},
-        {"text": "Month only.", "occurred_start": "2023-05", "fact_type": "opinion",
-         "entities": "Alice"},
-        {"text": "Year only.", "occurred_start": "2021", "occurred_end": "2022"},
-        {"text": "Zulu.", "occurred_start": "2023-05-07T10:00:00Z", "occurred_end": 12},
-    ]}
-    bad, backwards, month, year, zulu = LangChainFactExtractor(
-        _fake(json.dumps(reply))).extract_facts(["x"])
+    reply = {
+        "facts": [
+            {"text": "Bad date.", "occurred_start": "last Tuesday", "occurred_end": "2023-13-45"},
+            {"text": "End before start.", "occurred_start": "2023-05-10", "occurred_end": "2023-05-01"},
+            {"text": "Month only.", "occurred_start": "2023-05", "fact_type": "opinion", "entities": "Alice"},
+            {"text": "Year only.", "occurred_start": "2021", "occurred_end": "2022"},
+            {"text": "Zulu.", "occurred_start": "2023-05-07T10:00:00Z", "occurred_end": 12},
+        ]
+    }
+    bad, backwards, month, year, zulu = LangChainFactExtractor(_fake(json.dumps(reply))).extract_facts(["x"])
     assert bad.occurred_start is None and bad.occurred_end is None
     # an end before the start is dropped; the start keeps its own (day) window
     assert backwards.occurred_start == dt.datetime(2023, 5, 10, tzinfo=UTC)
@@ -201,14 +226,20 @@ def test_bad_dates_and_fields_are_dropped_not_fatal() -> None:
 
 
 def test_facts_without_text_are_dropped_and_links_renumbered() -> None:
-    reply = {"facts": [
-        {"text": "   "},
-        {"text": "Rain fell."},
-        "not a fact",
-        {"text": "The match was cancelled.",
-         "causal_relations": [{"target_fact_index": 1, "relation_type": "caused_by"},
-                              {"target_fact_index": 0, "relation_type": "caused_by"}]},
-    ]}
+    reply = {
+        "facts": [
+            {"text": "   "},
+            {"text": "Rain fell."},
+            "not a fact",
+            {
+                "text": "The match was cancelled.",
+                "causal_relations": [
+                    {"target_fact_index": 1, "relation_type": "caused_by"},
+                    {"target_fact_index": 0, "relation_type": "caused_by"},
+                ],
+            },
+        ]
+    }
     items = LangChainFactExtractor(_fake(json.dumps(reply))).extract_facts(["x"])
     assert [i.text for i in items] == ["Rain fell.", "The match was cancelled."]
     assert items[1].caused_by == (0,)  # index 1 renumbered to 0; the link to a dropped fact goes
@@ -220,18 +251,19 @@ def test_empty_entities_leave_extraction_to_the_engine() -> None:
     assert [i.entities for i in items] == [None, None]
 
 
-@pytest.mark.parametrize(("reply", "problem"), [
-    ("I could not find any facts, sorry.", "no JSON"),
-    ('{"facts": [{"text": "a"}', "no JSON"),
-    ('{"statements": []}', "facts"),
-    ('{"facts": "a, b"}', "facts"),
-    ("42", "facts"),
-])
-def test_malformed_output_raises_a_typed_error_naming_the_problem(reply: str,
-                                                                  problem: str) -> None:
+@pytest.mark.parametrize(
+    ("reply", "problem"),
+    [
+        ("I could not find any facts, sorry.", "no JSON"),
+        ('{"facts": [{"text": "a"}', "no JSON"),
+        ('{"statements": []}', "facts"),
+        ('{"facts": "a, b"}', "facts"),
+        ("42", "facts"),
+    ],
+)
+def test_malformed_output_raises_a_typed_error_naming_the_problem(reply: str, problem: str) -> None:
     # max_concurrency=1: a FakeListChatModel answers in call order
-    extractor = LangChainFactExtractor(_fake('{"facts": []}', reply), batch_size=1,
-                                       max_concurrency=1)
+    extractor = LangChainFactExtractor(_fake('{"facts": []}', reply), batch_size=1, max_concurrency=1)
     with pytest.raises(FactExtractionError) as err:
         extractor.extract_facts(["fine", "bad"])
     assert isinstance(err.value, InvalidItemError) and isinstance(err.value, HindsightError)
@@ -241,19 +273,33 @@ def test_malformed_output_raises_a_typed_error_naming_the_problem(reply: str,
 
 # --- batching ---------------------------------------------------------------------------------------
 
+
 def test_batches_offset_the_fact_indexes() -> None:
-    first = {"facts": [{"text": "A0", "causal_relations": []},
-                       {"text": "A1", "causal_relations": [
-                           {"target_fact_index": 0, "relation_type": "caused_by"}]}]}
-    second = {"facts": [{"text": "B0", "source_index": 5},
-                        {"text": "B1", "source_index": 1, "causal_relations": [
-                            {"target_fact_index": 0, "relation_type": "caused_by"},
-                            {"target_fact_index": 2, "relation_type": "caused_by"}]}]}
+    first = {
+        "facts": [
+            {"text": "A0", "causal_relations": []},
+            {"text": "A1", "causal_relations": [{"target_fact_index": 0, "relation_type": "caused_by"}]},
+        ]
+    }
+    second = {
+        "facts": [
+            {"text": "B0", "source_index": 5},
+            {
+                "text": "B1",
+                "source_index": 1,
+                "causal_relations": [
+                    {"target_fact_index": 0, "relation_type": "caused_by"},
+                    {"target_fact_index": 2, "relation_type": "caused_by"},
+                ],
+            },
+        ]
+    }
     third = {"facts": [{"text": "C0"}]}
     model = RecordingFake(responses=[json.dumps(first), json.dumps(second), json.dumps(third)])
     model.seen.clear()
     items = LangChainFactExtractor(model, batch_size=2, max_concurrency=1).extract_facts(
-        ["t0", "t1", "t2", "t3", "t4"])
+        ["t0", "t1", "t2", "t3", "t4"]
+    )
     assert len(model.seen) == 3
     assert [i.text for i in items] == ["A0", "A1", "B0", "B1", "C0"]
     assert items[1].caused_by == (0,)
@@ -293,11 +339,12 @@ def test_bad_configuration_is_rejected() -> None:
 
 # --- with_structured_output path --------------------------------------------------------------------
 
+
 def test_structured_output_is_used_when_the_model_supports_tools() -> None:
     model = ToolCallingFake(messages=iter([_tool_reply(STORY)]))
     model.bound.clear()
     items = LangChainFactExtractor(model).extract_facts(["x"], mentioned_at=SAID)
-    (tools, kwargs), = model.bound
+    ((tools, kwargs),) = model.bound
     assert tools == [FactList] and kwargs.get("tool_choice") == "any"
     assert [i.text for i in items][1] == "Caroline missed her job interview at Google."
     assert items[1].caused_by == (0,)
@@ -305,10 +352,19 @@ def test_structured_output_is_used_when_the_model_supports_tools() -> None:
 
 
 def test_structured_output_that_fails_strict_validation_is_parsed_leniently() -> None:
-    args = {"facts": [{"text": "A."},
-                      {"text": "B.", "fact_type": "opinion", "causal_relations": [
-                          {"target_fact_index": 0, "relation_type": "inspired_by"},
-                          {"target_fact_index": 0, "relation_type": "causes"}]}]}
+    args = {
+        "facts": [
+            {"text": "A."},
+            {
+                "text": "B.",
+                "fact_type": "opinion",
+                "causal_relations": [
+                    {"target_fact_index": 0, "relation_type": "inspired_by"},
+                    {"target_fact_index": 0, "relation_type": "causes"},
+                ],
+            },
+        ]
+    }
     model = ToolCallingFake(messages=iter([_tool_reply(args)]))
     _, b = LangChainFactExtractor(model).extract_facts(["x"])
     assert b.fact_type == "world" and b.causes == (0,) and b.caused_by == ()
@@ -327,6 +383,7 @@ def test_structured_output_with_nothing_usable_raises() -> None:
 
 # --- async ------------------------------------------------------------------------------------------
 
+
 class KeyedFake(FakeListChatModel):
     """Replies by the text it is asked about, so concurrent calls stay deterministic."""
 
@@ -338,9 +395,19 @@ class KeyedFake(FakeListChatModel):
 
 
 async def test_async_twin_matches_sync() -> None:
-    replies = {"a": json.dumps(STORY), "b": json.dumps({"facts": [
-        {"text": "Later fact.", "causal_relations": [
-            {"target_fact_index": 0, "relation_type": "caused_by"}]}]})}
+    replies = {
+        "a": json.dumps(STORY),
+        "b": json.dumps(
+            {
+                "facts": [
+                    {
+                        "text": "Later fact.",
+                        "causal_relations": [{"target_fact_index": 0, "relation_type": "caused_by"}],
+                    }
+                ]
+            }
+        ),
+    }
     model = KeyedFake(responses=[], replies=replies)
     extractor = LangChainFactExtractor(model, batch_size=1)
     sync_items = extractor.extract_facts(["a", "b"], mentioned_at=SAID)
@@ -365,6 +432,7 @@ async def test_async_structured_output() -> None:
 
 
 # --- pure conversion --------------------------------------------------------------------------------
+
 
 def test_facts_to_items_accepts_models_and_dicts() -> None:
     items = facts_to_items(FactList.model_validate(STORY), mentioned_at=SAID)

@@ -34,12 +34,16 @@ def test_custom_k() -> None:
 
 def test_multi_arm_candidate_keeps_temporal_proximity() -> None:
     # Hindsight keeps the first (semantic) copy and loses the temporal arm's proximity.
-    fused = reciprocal_rank_fusion({
-        "semantic": [ArmHit(id="a", score=0.9)],
-        "keyword": [ArmHit(id="a", score=3.2)],
-        "temporal": [ArmHit(id="b", score=0.5, temporal_proximity=0.4),
-                     ArmHit(id="a", score=0.4, temporal_proximity=0.8)],
-    })
+    fused = reciprocal_rank_fusion(
+        {
+            "semantic": [ArmHit(id="a", score=0.9)],
+            "keyword": [ArmHit(id="a", score=3.2)],
+            "temporal": [
+                ArmHit(id="b", score=0.5, temporal_proximity=0.4),
+                ArmHit(id="a", score=0.4, temporal_proximity=0.8),
+            ],
+        }
+    )
     a = next(c for c in fused if c.id == "a")
     assert a.temporal_proximity == 0.8
     assert dict(a.ranks) == {"semantic": 1, "keyword": 1, "temporal": 2}
@@ -56,9 +60,15 @@ def test_temporal_proximity_ignored_from_non_temporal_arms() -> None:
 
 
 def test_duplicate_inside_one_arm_counts_once_at_best_rank() -> None:
-    fused = reciprocal_rank_fusion({"semantic": [
-        ArmHit(id="a", score=0.9), ArmHit(id="b", score=0.8), ArmHit(id="a", score=0.7),
-    ]})
+    fused = reciprocal_rank_fusion(
+        {
+            "semantic": [
+                ArmHit(id="a", score=0.9),
+                ArmHit(id="b", score=0.8),
+                ArmHit(id="a", score=0.7),
+            ]
+        }
+    )
     by_id = {c.id: c for c in fused}
     assert by_id["a"].rrf == pytest.approx(1 / 61)
     assert by_id["a"].ranks["semantic"] == 1
@@ -78,11 +88,13 @@ def test_empty_arms_are_skipped_and_empty_input_gives_empty_output() -> None:
 def test_tie_break_rrf_then_best_rank_then_id() -> None:
     # a: ranks 1+3 → 1/61 + 1/63 = 0.032266 beats c: ranks 2+2 → 2/62 = 0.032258;
     # d (graph 3) and e (semantic 3) tie on rrf 1/63 and best rank 3 → id order
-    fused = reciprocal_rank_fusion({
-        "semantic": _hits("a", "c", "e"),
-        "keyword": _hits("z", "c", "a"),
-        "graph": _hits("y", "x", "d"),
-    })
+    fused = reciprocal_rank_fusion(
+        {
+            "semantic": _hits("a", "c", "e"),
+            "keyword": _hits("z", "c", "a"),
+            "graph": _hits("y", "x", "d"),
+        }
+    )
     order = [c.id for c in fused]
     assert 1 / 61 + 1 / 63 > 2 / 62
     assert order.index("a") < order.index("c")
@@ -93,10 +105,13 @@ def test_tie_break_rrf_then_best_rank_then_id() -> None:
 
 def test_tie_on_rrf_prefers_better_best_rank() -> None:
     # an exact tie with k=1: p ranks (1, 5) → 1/2 + 1/6 = 2/3; q ranks (2, 2) → 1/3 + 1/3 = 2/3
-    fused = reciprocal_rank_fusion({
-        "semantic": _hits("p", "q"),
-        "keyword": _hits("m", "q", "n", "o", "p"),
-    }, k=1)
+    fused = reciprocal_rank_fusion(
+        {
+            "semantic": _hits("p", "q"),
+            "keyword": _hits("m", "q", "n", "o", "p"),
+        },
+        k=1,
+    )
     by_id = {c.id: c for c in fused}
     assert math.isclose(by_id["p"].rrf, by_id["q"].rrf)
     order = [c.id for c in fused]

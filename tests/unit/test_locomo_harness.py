@@ -29,8 +29,13 @@ TINY: dict[str, Any] = {
         "session_1_date_time": "1:56 pm on 8 May, 2023",
         "session_1": [
             {"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a dog named Rex."},
-            {"speaker": "Bob", "dia_id": "D1:2", "text": "Nice! I went hiking in Alps.",
-             "blip_caption": "a photo of a mountain", "img_url": ["http://x"]},
+            {
+                "speaker": "Bob",
+                "dia_id": "D1:2",
+                "text": "Nice! I went hiking in Alps.",
+                "blip_caption": "a photo of a mountain",
+                "img_url": ["http://x"],
+            },
             {"speaker": "Ann", "dia_id": "D1:3", "text": "My sister plays the violin."},
         ],
         "session_2_date_time": "12:04 am on 1 June, 2023",
@@ -42,16 +47,31 @@ TINY: dict[str, Any] = {
         "session_3_date_time": "9:00 am on 2 July, 2023",
     },
     "qa": [
-        {"question": "What is the name of Ann's dog?", "answer": "Rex",
-         "evidence": ["D1:1"], "category": 4},
-        {"question": "What did Bob do in the Alps and what does he paint?", "answer": "x",
-         "evidence": ["D1:2; D2:1"], "category": 1},
-        {"question": "When did Rex learn to swim?", "answer": "June 2023",
-         "evidence": ["D:2:2", "D9:99"], "category": 2},
-        {"question": "Which instrument does Ann's sister play?", "answer": "violin",
-         "evidence": ["D1:03", "D1:3"], "category": 3},
-        {"question": "What is Bob's cat called?", "adversarial_answer": "Tom",
-         "evidence": ["D1:2 D1:1"], "category": 5},
+        {"question": "What is the name of Ann's dog?", "answer": "Rex", "evidence": ["D1:1"], "category": 4},
+        {
+            "question": "What did Bob do in the Alps and what does he paint?",
+            "answer": "x",
+            "evidence": ["D1:2; D2:1"],
+            "category": 1,
+        },
+        {
+            "question": "When did Rex learn to swim?",
+            "answer": "June 2023",
+            "evidence": ["D:2:2", "D9:99"],
+            "category": 2,
+        },
+        {
+            "question": "Which instrument does Ann's sister play?",
+            "answer": "violin",
+            "evidence": ["D1:03", "D1:3"],
+            "category": 3,
+        },
+        {
+            "question": "What is Bob's cat called?",
+            "adversarial_answer": "Tom",
+            "evidence": ["D1:2 D1:1"],
+            "category": 5,
+        },
         {"question": "No evidence at all?", "answer": "?", "evidence": [], "category": 3},
         {"question": "Only broken evidence?", "answer": "?", "evidence": ["D"], "category": 4},
     ],
@@ -73,8 +93,7 @@ def test_parse_session_datetime(text: str, expected: dt.datetime) -> None:
     assert L.parse_session_datetime(text) == expected
 
 
-@pytest.mark.parametrize("text", ["", "8 May 2023", "13:00 pm on 8 May, 2023",
-                                  "1:00 pm on 8 Foo, 2023"])
+@pytest.mark.parametrize("text", ["", "8 May 2023", "13:00 pm on 8 May, 2023", "1:00 pm on 8 Foo, 2023"])
 def test_parse_session_datetime_rejects(text: str) -> None:
     with pytest.raises(ValueError):
         L.parse_session_datetime(text)
@@ -97,9 +116,7 @@ def test_build_conversation() -> None:
     assert conv.index == 3 and conv.sample_id == "tiny-1"
     assert [t.dia_id for t in conv.turns] == ["D1:1", "D1:2", "D1:3", "D2:1", "D2:2"]
     assert conv.turns[0].text == 'Ann said, "I adopted a dog named Rex."'
-    assert conv.turns[1].text == (
-        'Bob said, "Nice! I went hiking in Alps." and shared a photo of a mountain'
-    )
+    assert conv.turns[1].text == ('Bob said, "Nice! I went hiking in Alps." and shared a photo of a mountain')
     assert conv.turns[0].mentioned_at == dt.datetime(2023, 5, 8, 13, 56)
     assert conv.turns[3].mentioned_at == dt.datetime(2023, 6, 1, 0, 4)
     # the dangling session_3 date is ignored: query time = last real session + 1 day
@@ -111,7 +128,12 @@ def test_build_conversation() -> None:
     assert evid["What is Bob's cat called?"] == ("D1:2", "D1:1")
     assert len(conv.questions) == 5 and conv.skipped_questions == 2
     assert {q.category_name for q in conv.questions} == {
-        "single-hop", "multi-hop", "temporal", "open-domain", "adversarial"}
+        "single-hop",
+        "multi-hop",
+        "temporal",
+        "open-domain",
+        "adversarial",
+    }
 
 
 def test_parse_selection() -> None:
@@ -145,22 +167,24 @@ def test_aggregate_per_category() -> None:
         _qr(1, 5, (0.0, 0.0, 0.0, 0.0, 0.0)),
     ]
     agg = L.aggregate(results)
-    assert list(agg) == ["overall", "overall-no-adversarial", "multi-hop", "temporal",
-                         "adversarial"]
-    assert agg["multi-hop"] == {"R@1": 50.0, "R@5": 75.0, "R@10": 75.0, "R@25": 100.0,
-                                "R@50": 100.0}
+    assert list(agg) == ["overall", "overall-no-adversarial", "multi-hop", "temporal", "adversarial"]
+    assert agg["multi-hop"] == {"R@1": 50.0, "R@5": 75.0, "R@10": 75.0, "R@25": 100.0, "R@50": 100.0}
     assert agg["temporal"]["R@10"] == 100.0
     assert agg["adversarial"]["R@50"] == 0.0
     assert agg["overall"]["R@10"] == 62.5  # (0.5 + 1 + 1 + 0) / 4
     assert agg["overall-no-adversarial"]["R@10"] == round(100 * 2.5 / 3, 1) == 83.3
     assert agg["overall"]["R@1"] == 25.0
-    assert L.group_counts(results) == {"overall": 4, "overall-no-adversarial": 3,
-                                       "multi-hop": 2, "temporal": 1, "adversarial": 1}
+    assert L.group_counts(results) == {
+        "overall": 4,
+        "overall-no-adversarial": 3,
+        "multi-hop": 2,
+        "temporal": 1,
+        "adversarial": 1,
+    }
 
 
 def test_markdown_table() -> None:
-    table = L.markdown_table({"sys": {"overall": {"R@10": 12.34}}}, k=10,
-                             groups=("overall", "temporal"))
+    table = L.markdown_table({"sys": {"overall": {"R@10": 12.34}}}, k=10, groups=("overall", "temporal"))
     lines = table.splitlines()
     assert lines[0] == "| system (R@10) | overall | temporal |"
     assert lines[2] == "| sys | 12.3 | – |"
@@ -251,10 +275,12 @@ class _FakeEngine:
 
         self.recall_kwargs.append(kwargs)
         items = reversed(self.banks[kwargs["bank"]])
-        return RecallResult(memories=[
-            RecalledMemory(id=str(i), text=it.text, fact_type="world", score=1.0,
-                           metadata=it.metadata) for i, it in enumerate(items)
-        ])
+        return RecallResult(
+            memories=[
+                RecalledMemory(id=str(i), text=it.text, fact_type="world", score=1.0, metadata=it.metadata)
+                for i, it in enumerate(items)
+            ]
+        )
 
     def delete(self, ids: list[str], *, bank: str) -> int:
         self.deleted.append((ids, bank))
@@ -277,7 +303,7 @@ def test_ours_plugs_in_with_engine_api() -> None:
     results, _timing = B.run_system(system, [conv])
     engine = _FakeEngine.instances[-1]
     assert engine.dsn is None and engine.closed
-    (bank, items), = engine.banks.items()
+    ((bank, items),) = engine.banks.items()
     assert [it.metadata["dia_id"] for it in items] == [t.dia_id for t in conv.turns]
     assert items[0].mentioned_at == dt.datetime(2023, 5, 8, 13, 56)
     assert items[0].embedding is not None and len(items[0].embedding) == 64

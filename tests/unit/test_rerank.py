@@ -46,10 +46,13 @@ def _fresh_cache(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 # --- format_document -------------------------------------------------------------------------
 
+
 def test_format_document_full() -> None:
     when = dt.datetime(2022, 6, 5, 14, 30, tzinfo=dt.UTC)
-    assert (format_document("Alice joined Google.", "work", when)
-            == "[Date: June 05, 2022 (2022-06-05)] work: Alice joined Google.")
+    assert (
+        format_document("Alice joined Google.", "work", when)
+        == "[Date: June 05, 2022 (2022-06-05)] work: Alice joined Google."
+    )
 
 
 def test_format_document_parts_optional() -> None:
@@ -67,6 +70,7 @@ def test_format_document_date_in_utc() -> None:
 
 
 # --- normalise_scores / passthrough_scores ---------------------------------------------------
+
 
 def test_scores_already_in_unit_interval_are_kept() -> None:
     assert normalise_scores([0.2, 0.9, 1.0, 0.0]) == [0.2, 0.9, 1.0, 0.0]
@@ -99,6 +103,7 @@ def test_passthrough_spread() -> None:
 
 # --- Reranker: passthrough, fallback, custom scorers -----------------------------------------
 
+
 def test_none_spec_is_explicit_passthrough_without_warning() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -117,8 +122,7 @@ def _default_model_is_cached() -> bool:
     return isinstance(try_to_load_from_cache(DEFAULT_CROSS_ENCODER, "config.json"), str)
 
 
-def test_default_falls_back_to_learned_with_one_log_line_per_spec(
-        caplog: pytest.LogCaptureFixture) -> None:
+def test_default_falls_back_to_learned_with_one_log_line_per_spec(caplog: pytest.LogCaptureFixture) -> None:
     if _default_model_is_cached():
         pytest.skip(f"{DEFAULT_CROSS_ENCODER} is cached on this machine: no fallback to test")
     caplog.set_level("WARNING", logger="shared_core.recall.rerank")
@@ -137,8 +141,9 @@ def test_default_falls_back_to_learned_with_one_log_line_per_spec(
     assert first.fallback_reason and DEFAULT_CROSS_ENCODER in first.fallback_reason
 
 
-def test_missing_path_falls_back_with_its_own_log_line(tmp_path: Path,
-                                                        caplog: pytest.LogCaptureFixture) -> None:
+def test_missing_path_falls_back_with_its_own_log_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     missing = str(tmp_path / "no-such-model")
     caplog.set_level("WARNING", logger="shared_core.recall.rerank")
     r = Reranker.from_spec(missing)
@@ -219,8 +224,29 @@ def test_loading_is_lazy_cached_and_thread_safe(monkeypatch: pytest.MonkeyPatch)
 
 # --- a real (tiny, random) cross-encoder -----------------------------------------------------
 
-_WORDS = ["alice", "bob", "joined", "google", "in", "march", "paris", "went", "to", "the",
-          "when", "did", "who", "where", "year", "cat", "dog", "a", "is", "and", "."]
+_WORDS = [
+    "alice",
+    "bob",
+    "joined",
+    "google",
+    "in",
+    "march",
+    "paris",
+    "went",
+    "to",
+    "the",
+    "when",
+    "did",
+    "who",
+    "where",
+    "year",
+    "cat",
+    "dog",
+    "a",
+    "is",
+    "and",
+    ".",
+]
 
 
 @pytest.fixture(scope="module")
@@ -233,9 +259,15 @@ def tiny_cross_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *_WORDS]) + "\n")
     tokenizer = BertTokenizerFast(vocab_file=str(vocab), do_lower_case=True)
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=len(_WORDS) + 5, hidden_size=32, num_hidden_layers=2,
-                        num_attention_heads=2, intermediate_size=64, max_position_embeddings=64,
-                        num_labels=1)
+    config = BertConfig(
+        vocab_size=len(_WORDS) + 5,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=64,
+        num_labels=1,
+    )
     model = BertForSequenceClassification(config).eval()
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)
@@ -273,8 +305,9 @@ def test_real_cross_encoder_loads_batches_and_normalises(tiny_cross_encoder: Pat
     tok = AutoTokenizer.from_pretrained(spec, local_files_only=True)
     model = AutoModelForSequenceClassification.from_pretrained(spec, local_files_only=True).eval()
     with torch.no_grad():
-        enc = tok(["when did alice join google"] * 41, docs, padding=True, truncation=True,
-                  return_tensors="pt")
+        enc = tok(
+            ["when did alice join google"] * 41, docs, padding=True, truncation=True, return_tensors="pt"
+        )
         direct = model(**enc).logits.reshape(-1).tolist()
     assert raw == pytest.approx(direct, abs=1e-4)
 

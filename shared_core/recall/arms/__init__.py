@@ -84,8 +84,7 @@ class ArmQuery:
         """The memory filter every arm statement applies to ``u``: tags and metadata (its
         parameters are in :meth:`params`). Filtering inside each arm, before fusion and the
         token cut, is what lets a filtered recall fill its ``k`` with matching memories."""
-        return sql.SQL("({} AND {})").format(tag_clause(self.tags, self.tags_match),
-                                             self.filter.clause)
+        return sql.SQL("({} AND {})").format(tag_clause(self.tags, self.tags_match), self.filter.clause)
 
     @property
     def dimension(self) -> Dimension:

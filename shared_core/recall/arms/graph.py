@@ -88,14 +88,14 @@ ORDER BY score DESC, u.id DESC
 LIMIT %(n)s""")
 
 
-def graph_statement(tags: sql.Composable, dimension: Dimension, *,
-                    with_entities: bool) -> sql.Composed:
+def graph_statement(tags: sql.Composable, dimension: Dimension, *, with_entities: bool) -> sql.Composed:
     """Link expansion from the top semantic seeds: shared entities, semantic links (both
     directions) and causal links; ``tanh(0.5 x weighted shared entities) + %(graph_sw)s x
     semantic weight + causal weight``, kept above ``%(graph_min)s``. Tag filters apply inside
     the SQL, to seeds and results alike."""
-    seeds = _GRAPH_SEEDS.format(tags=tags, vec=dimension.column, qvec=dimension.query(),
-                                dims=dimension.predicate)
+    seeds = _GRAPH_SEEDS.format(
+        tags=tags, vec=dimension.column, qvec=dimension.query(), dims=dimension.predicate
+    )
     parts: list[sql.Composable] = [sql.SQL("WITH "), seeds, sql.SQL(",")]
     if with_entities:
         parts.append(_GRAPH_ENTITY)
@@ -120,8 +120,9 @@ def _params(q: ArmQuery) -> dict[str, Any]:
 
 def _start(q: ArmQuery) -> Query:
     return Query(
-        graph_statement(q.where_sql, q.dimension, with_entities=True), _params(q),
-        timeout_ms=q.settings.graph_timeout_ms
+        graph_statement(q.where_sql, q.dimension, with_entities=True),
+        _params(q),
+        timeout_ms=q.settings.graph_timeout_ms,
     )
 
 

@@ -26,23 +26,29 @@ _SEMANTIC_SCAN = sql.SQL("""(
     LIMIT %(n)s)""")
 
 
-def semantic_statement(types: Sequence[str], tags: sql.Composable,
-                       dimension: Dimension) -> sql.Composed:
+def semantic_statement(types: Sequence[str], tags: sql.Composable, dimension: Dimension) -> sql.Composed:
     """The semantic arm: one HNSW scan per fact type, as one ``UNION ALL``."""
     scans = sql.SQL(" UNION ALL ").join(
-        _SEMANTIC_SCAN.format(ft=sql.Literal(t), tags=tags, vec=dimension.column,
-                              qvec=dimension.query(), dims=dimension.predicate)
-        for t in types)
+        _SEMANTIC_SCAN.format(
+            ft=sql.Literal(t),
+            tags=tags,
+            vec=dimension.column,
+            qvec=dimension.query(),
+            dims=dimension.predicate,
+        )
+        for t in types
+    )
     return sql.SQL("SELECT id, score FROM ({scans}) s WHERE score >= %(semantic_min)s").format(scans=scans)
 
 
 def _start(q: ArmQuery) -> Query:
-    return Query(semantic_statement(q.types, q.where_sql, q.dimension),
-                 q.params(semantic_min=q.settings.semantic_min_similarity))
+    return Query(
+        semantic_statement(q.types, q.where_sql, q.dimension),
+        q.params(semantic_min=q.settings.semantic_min_similarity),
+    )
 
 
-def relative_cut(rows: Sequence[Mapping[str, Any]], fraction: float | None
-                 ) -> Sequence[Mapping[str, Any]]:
+def relative_cut(rows: Sequence[Mapping[str, Any]], fraction: float | None) -> Sequence[Mapping[str, Any]]:
     """Keep rows scoring at least ``fraction`` of the best score (all when ``fraction`` is
     None or the best is not positive): the cut for models whose cosine scale was not tuned.
 
@@ -61,8 +67,7 @@ def relative_cut(rows: Sequence[Mapping[str, Any]], fraction: float | None
 def _finish(
     q: ArmQuery, rows: Sequence[Mapping[str, Any]] | BaseException, watch: Stopwatch
 ) -> Plan[ArmResult]:
-    return ArmResult(hits=ranked(relative_cut(rows_or_raise(rows),
-                                              q.settings.relative_semantic_cut)))
+    return ArmResult(hits=ranked(relative_cut(rows_or_raise(rows), q.settings.relative_semantic_cut)))
     yield  # a plan with no further I/O
 
 

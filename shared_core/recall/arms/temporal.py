@@ -55,8 +55,13 @@ LIMIT %(pool)s""")
 
 def temporal_entry_statement(tags: sql.Composable, dimension: Dimension) -> sql.Composed:
     """The most similar memories dated inside the window (occurred or mentioned)."""
-    return _TEMPORAL_ENTRY.format(dated=_DATED_COLUMNS, tags=tags, vec=dimension.column,
-                                  qvec=dimension.query(), dims=dimension.predicate)
+    return _TEMPORAL_ENTRY.format(
+        dated=_DATED_COLUMNS,
+        tags=tags,
+        vec=dimension.column,
+        qvec=dimension.query(),
+        dims=dimension.predicate,
+    )
 
 
 # One hop of spreading along temporal and causal links: for each frontier memory, its
@@ -84,8 +89,13 @@ CROSS JOIN LATERAL (
 
 def temporal_hop_statement(tags: sql.Composable, dimension: Dimension) -> sql.Composed:
     """One hop of spreading from ``%(frontier)s`` along temporal and causal links."""
-    return _TEMPORAL_HOP.format(dated=_DATED_COLUMNS, tags=tags, vec=dimension.column,
-                                qvec=dimension.query(), dims=dimension.predicate)
+    return _TEMPORAL_HOP.format(
+        dated=_DATED_COLUMNS,
+        tags=tags,
+        vec=dimension.column,
+        qvec=dimension.query(),
+        dims=dimension.predicate,
+    )
 
 
 NO_DATE_PROXIMITY = 0.5
