@@ -386,36 +386,18 @@ def _stop(path: Path, account: _Account) -> None:
     running = _read_postmaster(path)
     if running is None:
         return
-    try:
+
+    def pg_ctl_stop(mode: str) -> None:
         _pg(
-            account,
-            "pg_ctl",
-            "-D",
-            str(path),
-            "-w",
-            "-t",
-            str(_STOP_TIMEOUT_S),
-            "-m",
-            "fast",
-            "stop",
-            cwd=path,
+            account, "pg_ctl", "-D", str(path), "-w", "-t", str(_STOP_TIMEOUT_S), "-m", mode, "stop", cwd=path
         )
+
+    try:
+        pg_ctl_stop("fast")
     except ConfigurationError:
         # A server stuck in crash recovery does not finish a fast shutdown; immediate mode
         # stops it (the next start replays the WAL again).
-        _pg(
-            account,
-            "pg_ctl",
-            "-D",
-            str(path),
-            "-w",
-            "-t",
-            str(_STOP_TIMEOUT_S),
-            "-m",
-            "immediate",
-            "stop",
-            cwd=path,
-        )
+        pg_ctl_stop("immediate")
     socket_dir = running[1]
     if socket_dir is not None and socket_dir != path:
         shutil.rmtree(socket_dir, ignore_errors=True)
