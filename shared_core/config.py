@@ -69,7 +69,13 @@ DEFAULT_GRAPH_TIMEOUT_MS: Final = 2000
 # Measured on LoCoMo conversation 0 (docs/benchmarks.md): expansions scoring 0.3 or less (a
 # shared hub entity) and semantic-link expansions (near-duplicates the semantic arm already
 # ranks) cost R@10; entity (IDF-weighted) and causal evidence above the floor helps.
-DEFAULT_GRAPH_MIN_SCORE: Final = 0.3
+DEFAULT_GRAPH_MIN_SCORE: Final = 0.05
+# The graph arm's spread (Personalised-PageRank-like, two steps over the memory-entity graph)
+# restarts from the top semantic seeds, the top keyword hits and the entities the query names.
+# Not tuned on data: ten keyword seeds mirror the semantic seed count's order of magnitude, and
+# a named entity weighs as much as the best seed memory (mass 1).
+DEFAULT_GRAPH_KEYWORD_SEED_LIMIT: Final = 10
+DEFAULT_GRAPH_QUERY_ENTITY_WEIGHT: Final = 1.0
 DEFAULT_GRAPH_SEMANTIC_LINK_FACTOR: Final = 0.0
 # The keyword arm keeps the 16 rarest query terms, and drops terms found in more than 25% of a
 # bank (and in more than one memory; document frequencies from term_stats, migration 0004).

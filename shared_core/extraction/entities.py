@@ -50,6 +50,7 @@ __all__ = [
     "canonicalize_entity_name",
     "entity_match_key",
     "load_spacy_pipeline",
+    "mention_keys",
     "resolve_in_batch",
     "trigram_set",
     "trigram_similarity",
@@ -234,6 +235,58 @@ def entity_match_key(name: str) -> str:
     while len(words) > 1 and words[-1] in _CORPORATE_SUFFIXES:
         words.pop()
     return " ".join(words)
+
+
+#: Longest word run :func:`mention_keys` tries as an entity key (entity names are rarely longer).
+DEFAULT_MENTION_MAX_WORDS: Final = 4
+#: Shortest key :func:`mention_keys` yields: two-letter keys ("us", "ai") are mostly words.
+DEFAULT_MENTION_MIN_CHARS: Final = 3
+# A run that starts or ends with one of these is not a name ("the google", "google and"), and a
+# one-word run that is one is never a name; modal verbs, months and common given-name homographs
+# are here because a lower-case "will", "may" or "grace" is almost always the word.
+_MENTION_STOP_WORDS: Final = _word_set("""
+    a about above after again against all also am an and any are as at be because been before
+    being below between both but by can could did do does doing down during each few for from
+    further had has have having he her here hers herself him himself his how i if in into is it
+    its itself just me more most my myself no nor not now of off on once only or other our ours
+    ourselves out over own same she should so some such than that the their theirs them
+    themselves then there these they this those through to too under until up very was we were
+    what when where which while who whom why will with would you your yours yourself yourselves
+    may might must shall yes yeah oh ok okay hey hi hello thanks thank really just like one
+    two three day days week weeks year years time today yesterday tomorrow
+    january february march april june july august september october november december
+    monday tuesday wednesday thursday friday saturday sunday
+    grace hope joy faith mark bill rose art
+""")
+_MENTION_POSSESSIVE: Final = re.compile(r"(?<=\w)['’]s\b")
+
+
+def mention_keys(text: str, *, max_words: int = DEFAULT_MENTION_MAX_WORDS) -> frozenset[str]:
+    """Every run of up to ``max_words`` words of ``text``, keyed as :func:`entity_match_key`
+    keys a name, that could name an entity: case-insensitive and whole-word, so a lower-case
+    "google" in a chat turn can be matched against an entity a bank already knows as "Google".
+
+    Runs that start or end with a stop word, and keys shorter than
+    ``DEFAULT_MENTION_MIN_CHARS``, are left out.
+
+    >>> sorted(mention_keys("google's new office"))
+    ['google', 'google new', 'google new office', 'new', 'new office', 'office']
+    >>> sorted(mention_keys("and the AI"))
+    []
+    """
+    folded = _MENTION_POSSESSIVE.sub("", unicodedata.normalize("NFC", text).casefold())
+    words = [w for w in re.split(r"[\W_]+", re.sub(r"[.'’]", "", folded)) if w]
+    keys: set[str] = set()
+    for i, first in enumerate(words):
+        if first in _MENTION_STOP_WORDS:
+            continue
+        for j in range(i + 1, min(i + max_words, len(words)) + 1):
+            if words[j - 1] in _MENTION_STOP_WORDS:
+                continue
+            key = " ".join(words[i:j])
+            if len(key) >= DEFAULT_MENTION_MIN_CHARS:
+                keys.add(key)
+    return frozenset(keys)
 
 
 # --- pg_trgm similarity --------------------------------------------------------------------------

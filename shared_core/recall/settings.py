@@ -22,8 +22,10 @@ from shared_core.config import (
     DEFAULT_CROSS_ENCODER_ARM_WEIGHTS,
     DEFAULT_CROSS_ENCODER_RECENCY_ALPHA,
     DEFAULT_CROSS_ENCODER_TEMPORAL_ALPHA,
+    DEFAULT_GRAPH_KEYWORD_SEED_LIMIT,
     DEFAULT_GRAPH_MIN_SCORE,
     DEFAULT_GRAPH_PER_ENTITY_LIMIT,
+    DEFAULT_GRAPH_QUERY_ENTITY_WEIGHT,
     DEFAULT_GRAPH_SEED_LIMIT,
     DEFAULT_GRAPH_SEED_MIN_SIMILARITY,
     DEFAULT_GRAPH_SEMANTIC_LINK_FACTOR,
@@ -89,6 +91,8 @@ class RecallSettings:
     graph_timeout_ms: int = DEFAULT_GRAPH_TIMEOUT_MS
     graph_min_score: float = DEFAULT_GRAPH_MIN_SCORE
     graph_semantic_link_factor: float = DEFAULT_GRAPH_SEMANTIC_LINK_FACTOR
+    graph_keyword_seed_limit: int = DEFAULT_GRAPH_KEYWORD_SEED_LIMIT
+    graph_query_entity_weight: float = DEFAULT_GRAPH_QUERY_ENTITY_WEIGHT
     keyword: KeywordRanking = DEFAULT_KEYWORD_RANKING
     keyword_max_terms: int = DEFAULT_KEYWORD_MAX_TERMS
     keyword_max_postings: int = DEFAULT_KEYWORD_MAX_POSTINGS

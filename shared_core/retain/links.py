@@ -2,7 +2,10 @@
 transaction (after the units are inserted, so links can point at them).
 
 * entities: each name resolves to an entity of the same bank by exact match key, then by
-  ``pg_trgm`` similarity of keys above a threshold; new names become entities;
+  ``pg_trgm`` similarity of keys above a threshold; new names become entities. Then every
+  unit whose entities were extracted (not given explicitly) is also linked to each entity the
+  bank already knows (or this batch just created) whose key it mentions in any case, whole
+  words ("google announced..." after "Priya joined Google"): one query per batch;
 * semantic links: each new unit to its nearest units of the bank with cosine >= 0.7 (one ANN
   query per batch, a LATERAL join driven by the batch's rows), plus pairs inside the batch
   computed in numpy;
@@ -25,7 +28,7 @@ import numpy.typing as npt
 from psycopg import sql
 
 from shared_core.errors import InvalidItemError
-from shared_core.extraction.entities import entity_match_key
+from shared_core.extraction.entities import entity_match_key, mention_keys
 from shared_core.ids import uuid7
 from shared_core.retain.prepare import PreparedUnit
 from shared_core.storage.dimensions import Dimension
@@ -71,6 +74,13 @@ SET mention_count = e.mention_count + d.n,
 FROM unnest(%(ids)s::uuid[], %(counts)s::int[], %(firsts)s::timestamptz[],
             %(lasts)s::timestamptz[]) AS d(id, n, first_seen, last_seen)
 WHERE e.bank_id = %(bank)s AND e.id = d.id"""
+
+# Known entities named by a lower-case (or any-case) word run of the batch: the unique
+# (bank_id, match_key) index answers each key.
+KNOWN_ENTITY_KEYS = """
+SELECT e.match_key, e.id::text AS id
+FROM unnest(%(keys)s::text[]) AS k(key)
+JOIN entities e ON e.bank_id = %(bank)s AND e.match_key = k.key"""
 
 COPY_UNIT_ENTITIES = "COPY unit_entities (bank_id, unit_id, entity_id) FROM STDIN"
 
@@ -122,9 +132,23 @@ COPY_LINKS = "COPY memory_links (bank_id, from_id, to_id, link_type, weight) FRO
 
 
 def entity_plan(
-    bank: str, units: Sequence[PreparedUnit], names: Sequence[Sequence[str]], threshold: float
+    bank: str,
+    units: Sequence[PreparedUnit],
+    names: Sequence[Sequence[str]],
+    threshold: float,
+    *,
+    mention_linked: Sequence[bool] | None = None,
 ) -> Plan[None]:
-    """Resolve every unit's entity names to entity rows and record the mentions."""
+    """Resolve every unit's entity names to entity rows and record the mentions.
+
+    Units flagged in ``mention_linked`` (all when ``None``) are also linked to every known
+    entity whose key appears in their text as whole words, in any case (:func:`mention_keys`).
+    """
+    linked = [True] * len(units) if mention_linked is None else list(mention_linked)
+    grams = [mention_keys(u.text) if flag else frozenset() for u, flag in zip(units, linked, strict=True)]
+    all_grams = sorted(frozenset().union(*grams))
+    if not all_grams and not any(names):
+        return
     by_key: dict[str, str] = {}
     mentions: list[tuple[str, str]] = []  # (unit id, key)
     for unit, per_unit in zip(units, names, strict=True):
@@ -132,15 +156,15 @@ def entity_plan(
             key = entity_match_key(name)
             by_key.setdefault(key, name)
             mentions.append((unit.id, key))
-    if not mentions:
-        return
     keys = sorted(by_key)
-    rows = yield Query(
-        RESOLVE_ENTITIES,
-        {"bank": bank, "keys": keys},
-        settings={"pg_trgm.similarity_threshold": str(threshold)},
-    )
-    entity_of = {r["key"]: r["id"] for r in rows if r["id"] is not None}
+    entity_of: dict[str, str] = {}
+    if keys:
+        rows = yield Query(
+            RESOLVE_ENTITIES,
+            {"bank": bank, "keys": keys},
+            settings={"pg_trgm.similarity_threshold": str(threshold)},
+        )
+        entity_of = {r["key"]: r["id"] for r in rows if r["id"] is not None}
     new_keys = [k for k in keys if k not in entity_of]
     seen_of: dict[str, _dt.datetime] = {}
     for unit, per_unit in zip(units, names, strict=True):
@@ -160,7 +184,15 @@ def entity_plan(
         )
         entity_of.update({r["match_key"]: r["id"] for r in created})
 
-    pairs = sorted({(unit_id, entity_of[key]) for unit_id, key in mentions})
+    found = {(unit_id, entity_of[key]) for unit_id, key in mentions}
+    if all_grams:  # after the upsert: this batch's new entities are known too
+        known = yield Query(KNOWN_ENTITY_KEYS, {"bank": bank, "keys": all_grams})
+        id_of = {r["match_key"]: r["id"] for r in known}
+        for unit, unit_grams in zip(units, grams, strict=True):
+            found.update((unit.id, id_of[g]) for g in unit_grams & id_of.keys())
+    if not found:
+        return
+    pairs = sorted(found)
     counts = Counter(entity for _, entity in pairs)
     mentioned = {u.id: u.mentioned_at for u in units}
     firsts: dict[str, _dt.datetime] = {}

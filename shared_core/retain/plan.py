@@ -210,7 +210,14 @@ def retain_plan(request: RetainRequest, vectors: npt.NDArray[np.float32]) -> Pla
     yield Query(
         INSERT_UNITS, {"bank": request.bank, "ts_config": request.ts_config, "now": request.now}, fetch="none"
     )
-    yield from entity_plan(request.bank, units, request.entities, request.entity_threshold)
+    yield from entity_plan(
+        request.bank,
+        units,
+        request.entities,
+        request.entity_threshold,
+        # explicit entities are the whole truth for their item: no lower-case mention linking
+        mention_linked=[request.items[u.item_index].entities is None for u in units],
+    )
     yield from link_plan(
         request.bank,
         request.items,

@@ -77,10 +77,10 @@ def _answer(arms: dict[str, list[dict[str, Any]] | BaseException]):  # type: ign
 
     def answer(query: Query) -> Any:
         text = statement_text(query)
+        if "seeds AS MATERIALIZED" in text:  # before "kterms": the graph seeds from keyword hits too
+            return arms.get("graph_fallback" if "entity_hits" not in text else "graph", [])
         if "kterms" in text:
             return arms.get("keyword", [])
-        if "seeds AS MATERIALIZED" in text:
-            return arms.get("graph_fallback" if "entity_hits" not in text else "graph", [])
         if "unnest(%(frontier)s" in text:
             return arms.get("temporal_hop", [])
         if "mentioned_at BETWEEN" in text:

@@ -1,4 +1,5 @@
-"""The graph arm: expansion from the top semantic seeds along shared entities and links."""
+"""The graph arm: a personalised-PageRank spread over the memory-entity graph from the query's
+own entities and the top semantic and keyword hits, plus links from the semantic seeds."""
 
 from __future__ import annotations
 
@@ -8,49 +9,73 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from shared_core.extraction.entities import mention_keys
 from shared_core.recall.arms import Arm, ArmQuery, ArmResult, rows_or_raise
+from shared_core.recall.arms.keyword import keyword_params, keyword_statement
 from shared_core.recall.fusion import ArmHit
 from shared_core.recall.timing import Stopwatch
 from shared_core.storage.dimensions import Dimension
 from shared_core.storage.plan import Concurrently, Plan, Query
 
-__all__ = ["GRAPH", "graph_statement"]
-_GRAPH_SEEDS = sql.SQL("""
-seeds AS MATERIALIZED (
-    SELECT id FROM (
+__all__ = ["GRAPH", "graph_statement", "query_entity_keys"]
+
+_SEMANTIC_SEEDS = sql.SQL("""
+sem_seeds AS MATERIALIZED (
+    SELECT id, row_number() OVER (ORDER BY distance, id) AS r FROM (
         SELECT u.id, {vec} <=> {qvec} AS distance FROM memory_units u
         WHERE u.bank_id = %(bank)s AND u.fact_type = ANY(%(types)s::text[]) AND {dims}
           AND {tags}
         ORDER BY {vec} <=> {qvec}
         LIMIT %(seed_limit)s) s
     WHERE 1 - distance >= %(seed_min)s
-)""")
-
-# Units sharing the seeds' entities, at most %(per_entity)s per entity (newest first: ids are
-# time-ordered), each shared entity weighted by its IDF, ln(N / mentions) / ln(N), so a hub
-# entity ("user", a chat speaker's own name, in half the bank) counts for almost nothing and a
-# rare one for almost 1. Candidates scoring %(graph_min)s or less are noise, not evidence.
-_GRAPH_ENTITY = sql.SQL("""
-seed_entities AS (
-    SELECT DISTINCT ue.entity_id FROM unit_entities ue JOIN seeds s ON ue.unit_id = s.id
-    WHERE ue.bank_id = %(bank)s
 ),
-bank_size AS (
-    SELECT greatest(coalesce(max(memories), 0), 2)::float8 AS n
-    FROM bank_stats WHERE bank_id = %(bank)s
+seeds AS (SELECT id FROM sem_seeds)""")
+
+# The keyword arm's own statement (same terms, same ranking), its best rows as seeds.
+_KEYWORD_SEEDS = sql.SQL("""
+kw_seeds AS MATERIALIZED (
+    SELECT k.id::uuid AS id, row_number() OVER (ORDER BY k.score DESC, k.id DESC) AS r
+    FROM ({keyword}) k
+)""")
+_NO_KEYWORD_SEEDS = sql.SQL("""
+kw_seeds AS (SELECT NULL::uuid AS id, 1::bigint AS r WHERE FALSE)""")
+
+# Two steps of a personalised PageRank over the bipartite memory-entity graph. The restart
+# mass sits on the seed memories (1/rank in each seed list, summed) and on the entities the
+# query names (%(qe_weight)s each, matched by key). Step one: each seed memory splits its mass
+# evenly over its entities. Step two: each entity splits what it holds evenly over the memories
+# that mention it (1 / mention_count, PageRank's degree normalisation): a hub entity (a chat
+# speaker in half the bank) passes almost nothing to each of its memories, a rare one a lot,
+# and a small bank keeps its shared entities (no IDF that vanishes when N is small). A memory
+# never receives its own mass back (that is not evidence), and each entity reaches at most
+# %(per_entity)s memories (newest first: ids are time-ordered), so the statement stays bounded.
+_GRAPH_ENTITY = sql.SQL("""
+restart AS (
+    SELECT id, sum(1.0 / r)::float8 AS mass FROM (
+        SELECT id, r FROM sem_seeds UNION ALL SELECT id, r FROM kw_seeds
+    ) x GROUP BY id
+),
+entity_mass AS MATERIALIZED (
+    SELECT ue.entity_id, r.id AS src, r.mass / count(*) OVER (PARTITION BY r.id) AS mass
+    FROM restart r JOIN unit_entities ue ON ue.bank_id = %(bank)s AND ue.unit_id = r.id
+    UNION ALL
+    SELECT e.id, NULL::uuid, %(qe_weight)s::float8 FROM entities e
+    WHERE e.bank_id = %(bank)s AND e.match_key = ANY(%(query_keys)s::text[])
+),
+spread AS MATERIALIZED (
+    SELECT e.id AS entity_id, greatest(e.mention_count, 1)::float8 AS degree
+    FROM (SELECT DISTINCT entity_id FROM entity_mass) m
+    JOIN entities e ON e.bank_id = %(bank)s AND e.id = m.entity_id
 ),
 entity_hits AS (
-    SELECT t.unit_id, 0::float8 AS sw, 0::float8 AS cw,
-           sum(greatest(ln(bs.n / greatest(e.mention_count, 1)), 0) / ln(bs.n)) AS ew
-    FROM seed_entities se
-    CROSS JOIN bank_size bs
-    JOIN entities e ON e.bank_id = %(bank)s AND e.id = se.entity_id
+    SELECT t.unit_id, sum(m.mass / sp.degree) AS ew, 0::float8 AS sw, 0::float8 AS cw
+    FROM spread sp
     CROSS JOIN LATERAL (
         SELECT ue.unit_id FROM unit_entities ue
-        WHERE ue.bank_id = %(bank)s AND ue.entity_id = se.entity_id
-          AND ue.unit_id NOT IN (SELECT id FROM seeds)
+        WHERE ue.bank_id = %(bank)s AND ue.entity_id = sp.entity_id
         ORDER BY ue.unit_id DESC
         LIMIT %(per_entity)s) t
+    JOIN entity_mass m ON m.entity_id = sp.entity_id AND m.src IS DISTINCT FROM t.unit_id
     GROUP BY t.unit_id
 ),""")
 
@@ -79,26 +104,36 @@ scored AS (
         {sources}
     ) x GROUP BY unit_id
 )
-SELECT u.id::text AS id, tanh(0.5 * sc.ew) + %(graph_sw)s * sc.sw + sc.cw AS score,
+SELECT u.id::text AS id, sc.ew + %(graph_sw)s * sc.sw + sc.cw AS score,
        sc.ew AS entity_weight, sc.sw AS semantic_weight, sc.cw AS causal_weight
 FROM scored sc JOIN memory_units u ON u.bank_id = %(bank)s AND u.id = sc.unit_id
 WHERE u.fact_type = ANY(%(types)s::text[]) AND {tags}
-  AND tanh(0.5 * sc.ew) + %(graph_sw)s * sc.sw + sc.cw > %(graph_min)s
+  AND sc.ew + %(graph_sw)s * sc.sw + sc.cw > %(graph_min)s
 ORDER BY score DESC, u.id DESC
 LIMIT %(n)s""")
 
 
-def graph_statement(tags: sql.Composable, dimension: Dimension, *, with_entities: bool) -> sql.Composed:
-    """Link expansion from the top semantic seeds: shared entities, semantic links (both
-    directions) and causal links; ``tanh(0.5 x weighted shared entities) + %(graph_sw)s x
-    semantic weight + causal weight``, kept above ``%(graph_min)s``. Tag filters apply inside
-    the SQL, to seeds and results alike."""
-    seeds = _GRAPH_SEEDS.format(
+def graph_statement(
+    tags: sql.Composable,
+    dimension: Dimension,
+    *,
+    with_entities: bool,
+    keyword: sql.Composable | None = None,
+) -> sql.Composed:
+    """The graph arm's statement: a two-step personalised PageRank over memories and
+    entities, restarted from the top semantic seeds, the top keyword hits (``keyword``, the
+    keyword arm's statement, when the query has words) and the entities the query names
+    (``%(query_keys)s``), plus semantic links (weighted ``%(graph_sw)s``) and causal links
+    (both directions) from the semantic seeds; kept above ``%(graph_min)s``. Without
+    entities (the fallback after a timeout) only the links are followed. Tag filters apply
+    inside the SQL, to seeds and results alike."""
+    seeds = _SEMANTIC_SEEDS.format(
         tags=tags, vec=dimension.column, qvec=dimension.query(), dims=dimension.predicate
     )
     parts: list[sql.Composable] = [sql.SQL("WITH "), seeds, sql.SQL(",")]
     if with_entities:
-        parts.append(_GRAPH_ENTITY)
+        kw = _NO_KEYWORD_SEEDS if keyword is None else _KEYWORD_SEEDS.format(keyword=keyword)
+        parts += [kw, sql.SQL(","), _GRAPH_ENTITY]
     parts.append(_GRAPH_LINKS)
     sources: sql.Composable = sql.SQL("SELECT unit_id, ew, sw, cw FROM link_scores")
     if with_entities:
@@ -107,20 +142,38 @@ def graph_statement(tags: sql.Composable, dimension: Dimension, *, with_entities
     return sql.Composed(parts)
 
 
+def query_entity_keys(words: Sequence[str]) -> list[str]:
+    """The entity keys a query's words could name (runs of words, as :func:`mention_keys`
+    finds them), sorted.
+
+    >>> query_entity_keys(["where", "does", "priya", "work"])
+    ['priya', 'priya work', 'work']
+    """
+    return sorted(mention_keys(" ".join(words)))
+
+
 def _params(q: ArmQuery) -> dict[str, Any]:
     s = q.settings
-    return q.params(
-        seed_limit=s.graph_seed_limit,
-        seed_min=s.graph_seed_min_similarity,
-        per_entity=s.graph_per_entity_limit,
-        graph_min=s.graph_min_score,
-        graph_sw=s.graph_semantic_link_factor,
-    )
+    params = keyword_params(q, s.graph_keyword_seed_limit) if _with_keyword(q) else q.params()
+    return params | {
+        "seed_limit": s.graph_seed_limit,
+        "seed_min": s.graph_seed_min_similarity,
+        "per_entity": s.graph_per_entity_limit,
+        "graph_min": s.graph_min_score,
+        "graph_sw": s.graph_semantic_link_factor,
+        "qe_weight": s.graph_query_entity_weight,
+        "query_keys": query_entity_keys(q.words),
+    }
+
+
+def _with_keyword(q: ArmQuery) -> bool:
+    return bool(q.words or q.bigrams) and q.settings.graph_keyword_seed_limit > 0
 
 
 def _start(q: ArmQuery) -> Query:
+    keyword = keyword_statement(q.where_sql, q.settings.keyword) if _with_keyword(q) else None
     return Query(
-        graph_statement(q.where_sql, q.dimension, with_entities=True),
+        graph_statement(q.where_sql, q.dimension, with_entities=True, keyword=keyword),
         _params(q),
         timeout_ms=q.settings.graph_timeout_ms,
     )

@@ -16,7 +16,7 @@ from shared_core.recall.timing import Stopwatch
 from shared_core.storage.plan import Plan, Query
 from shared_core.text import cjk_bigrams
 
-__all__ = ["KEYWORD", "KeywordTerms", "keyword_statement", "keyword_terms"]
+__all__ = ["KEYWORD", "KeywordTerms", "keyword_params", "keyword_statement", "keyword_terms"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
@@ -161,25 +161,28 @@ def keyword_statement(tags: sql.Composable, ranking: KeywordRanking) -> sql.Comp
     )
 
 
+def keyword_params(q: ArmQuery, n: int) -> dict[str, Any]:
+    """The parameters of :func:`keyword_statement` for ``q``, keeping the best ``n`` rows
+    (the graph arm reuses the statement for its keyword seeds)."""
+    s = q.settings
+    return q.params(
+        ts_config=s.ts_config,
+        words=list(q.words),
+        bigrams=list(q.bigrams),
+        keyword_n=n,
+        max_terms=s.keyword_max_terms,
+        max_postings=s.keyword_max_postings,
+        bank_max_df=s.keyword_bank_max_df,
+        bank_min_rows=s.keyword_bank_min_rows,
+        bm25_k1=s.bm25_k1,
+        bm25_b=s.bm25_b,
+    )
+
+
 def _start(q: ArmQuery) -> Query | None:
     if not (q.words or q.bigrams):
         return None
-    s = q.settings
-    return Query(
-        keyword_statement(q.where_sql, s.keyword),
-        q.params(
-            ts_config=s.ts_config,
-            words=list(q.words),
-            bigrams=list(q.bigrams),
-            keyword_n=q.n * len(q.types),
-            max_terms=s.keyword_max_terms,
-            max_postings=s.keyword_max_postings,
-            bank_max_df=s.keyword_bank_max_df,
-            bank_min_rows=s.keyword_bank_min_rows,
-            bm25_k1=s.bm25_k1,
-            bm25_b=s.bm25_b,
-        ),
-    )
+    return Query(keyword_statement(q.where_sql, q.settings.keyword), keyword_params(q, q.n * len(q.types)))
 
 
 def _finish(
