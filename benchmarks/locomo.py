@@ -96,6 +96,15 @@ OURS_CONFIGS: dict[str, dict[str, Any]] = {
     "no-graph": {"budget": "mid", "max_tokens": 16384, "arms": ("semantic", "keyword", "temporal")},
     "no-temporal": {"budget": "mid", "max_tokens": 16384, "arms": ("semantic", "keyword", "graph")},
     "semantic-only": {"budget": "mid", "max_tokens": 16384, "arms": ("semantic",)},
+    # passthrough (no learned reranker): the RRF order reshaped by the boosts, with and without
+    # the graph arm (its ablation does not depend on a model trained on its features)
+    "passthrough": {"budget": "mid", "max_tokens": 16384, "reranker": "none"},
+    "passthrough-no-graph": {
+        "budget": "mid",
+        "max_tokens": 16384,
+        "reranker": "none",
+        "arms": ("semantic", "keyword", "temporal"),
+    },
     "keyword-only": {"budget": "mid", "max_tokens": 16384, "arms": ("keyword",)},
     # keyword ranking: Okapi BM25 instead of ts_rank_cd (RecallSettings.keyword)
     "bm25": {"budget": "mid", "max_tokens": 16384, "settings": {"keyword": "bm25"}},
