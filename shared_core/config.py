@@ -66,9 +66,12 @@ DEFAULT_GRAPH_SEED_LIMIT: Final = 20
 DEFAULT_GRAPH_SEED_MIN_SIMILARITY: Final = 0.3
 DEFAULT_GRAPH_PER_ENTITY_LIMIT: Final = 200
 DEFAULT_GRAPH_TIMEOUT_MS: Final = 2000
-# Measured on LoCoMo conversation 0 (docs/benchmarks.md): expansions scoring 0.3 or less (a
-# shared hub entity) and semantic-link expansions (near-duplicates the semantic arm already
-# ranks) cost R@10; entity (IDF-weighted) and causal evidence above the floor helps.
+# The graph arm's score is the mass its two-step spread brings a memory (see arms/graph.py):
+# a shared entity mentioned by m memories passes at most its holding / m to each. Below 0.05
+# (one best seed's mass through an entity in 20+ memories) it is a hub's echo, not evidence.
+# Not tuned on data (the previous IDF score's floor of 0.3 was, on LoCoMo conversation 0; that
+# scale is gone). Semantic-link expansions stay off: measured on conversation 0, near-duplicates
+# the semantic arm already ranks cost R@10.
 DEFAULT_GRAPH_MIN_SCORE: Final = 0.05
 # The graph arm's spread (Personalised-PageRank-like, two steps over the memory-entity graph)
 # restarts from the top semantic seeds, the top keyword hits and the entities the query names.

@@ -143,7 +143,7 @@ def large_bank(engine: MemoryEngine) -> tuple[str, dict[str, str]]:
     return bank, dict(zip(texts, ids, strict=True))
 
 
-@pytest.mark.slow  # one 10,000-memory retain per session (about a minute on an idle 2-core machine)
+@pytest.mark.slow  # one 10,000-memory retain per module (precomputed vectors, no extraction)
 @pytest.mark.parametrize(("first", "second", "question"), BRIDGES)
 def test_graph_arm_bridges_two_memories_in_a_ten_thousand_memory_bank(
     engine: MemoryEngine, large_bank: tuple[str, dict[str, str]], first: str, second: str, question: str
