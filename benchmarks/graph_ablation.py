@@ -54,12 +54,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                     system.params = base | extra
                     got = system.search(q.question, SEARCH_K)
                     recalls[name].append(recall_at_k(got, q.evidence, (args.k,))[args.k])
-            print(f"conversation {conv.index} done, {time.perf_counter() - t0:.0f}s", file=sys.stderr)
+            # running totals after every conversation: a long run is readable while it goes
+            print(f"R@{args.k} (%) through conversation {conv.index} ({time.perf_counter() - t0:.0f}s):")
+            for name, values in recalls.items():
+                print(f"  {name:24s} {100 * sum(values) / max(len(values), 1):5.1f}  (n={len(values)})")
+            sys.stdout.flush()
     finally:
         system.close()
-    print(f"R@{args.k} (%), conversations {args.conversations}, {', '.join(sorted(wanted))}:")
-    for name, values in recalls.items():
-        print(f"  {name:24s} {100 * sum(values) / max(len(values), 1):5.1f}  (n={len(values)})")
     return 0
 
 
