@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, get_args
@@ -37,7 +38,7 @@ from shared_core.config import (
 from shared_core.errors import ConfigurationError
 from shared_core.recall.fusion import FusedCandidate
 from shared_core.timeutil import add_months
-from shared_core.types import DateGrain, MemoryRecord, ScoreBreakdown, as_utc
+from shared_core.types import DateGrain, MemoryRecord, ScoreBreakdown, TimeWindow, as_utc
 
 __all__ = [
     "DEFAULT_RECENCY_MODE",
@@ -51,6 +52,7 @@ __all__ = [
     "effective_date",
     "proof_norm",
     "recency",
+    "stated_time_match",
 ]
 
 RecencyMode = Literal["linear", "exponential", "none"]
@@ -118,6 +120,38 @@ def effective_date(
     if end is not None:
         return end
     return as_utc(mentioned_at) if mentioned_at is not None else None
+
+
+_YEAR = re.compile(r"\b(1[5-9]\d\d|20\d\d)\b")
+
+
+def _window_years(window: TimeWindow) -> tuple[int, int]:
+    # a window that ends at midnight on Jan 1 belongs to the year before
+    end = window.end - _dt.timedelta(microseconds=1) if window.end > window.start else window.end
+    return window.start.year, end.year
+
+
+def stated_time_match(text: str, window: TimeWindow) -> float:
+    """Whether a memory's own words put it in ``window``: 1 if the text writes a year of the
+    window, or writes two or more years whose span holds the window ("joined in 2001 ... left
+    in 2008" for a question about 2005); else 0.
+
+    A memory is dated at retain by one date (its most specific mention); a paragraph covering
+    years is about all of them, which only its text says.
+
+    >>> import datetime as dt
+    >>> w = TimeWindow(start=dt.datetime(2005, 1, 1), end=dt.datetime(2006, 1, 1))
+    >>> [stated_time_match(t, w) for t in ("Joined in 2001, left in 2008.", "In 2005 she won.",
+    ...                                    "Returned in 2011.", "No date.")]
+    [1.0, 1.0, 0.0, 0.0]
+    """
+    years = {int(y) for y in _YEAR.findall(text)}
+    if not years:
+        return 0.0
+    lo, hi = _window_years(window)
+    if any(lo <= y <= hi for y in years):
+        return 1.0
+    return 1.0 if len(years) >= 2 and min(years) <= lo and hi <= max(years) else 0.0
 
 
 def _check_mode(mode: str) -> None:
@@ -216,6 +250,9 @@ class BoostInput:
     date_grain: DateGrain | None = None
     proof_count: int | None = None
     temporal_proximity: float | None = None
+    #: :func:`stated_time_match` of its text with the query's window (None without one): the
+    #: temporal value is the better of it and ``temporal_proximity``.
+    stated_time: float | None = None
 
     @classmethod
     def from_record(cls, record: MemoryRecord, *, temporal_proximity: float | None = None) -> BoostInput:
@@ -304,6 +341,8 @@ def apply_boosts(
             half_life_days=cfg.recency_half_life_days,
         )
         proximity = _unit(info.temporal_proximity) if info.temporal_proximity is not None else None
+        if info.stated_time is not None and (proximity is None or info.stated_time > proximity):
+            proximity = _unit(info.stated_time)
         temporal_value = proximity if window_present and proximity is not None else NEUTRAL
         proof = proof_norm(info.proof_count)
         recency_boost = boost(rec, cfg.recency_alpha)

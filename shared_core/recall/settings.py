@@ -101,6 +101,12 @@ class RecallSettings:
     temporal_entry_points: int = DEFAULT_TEMPORAL_ENTRY_POINTS
     temporal_buckets: int = DEFAULT_TEMPORAL_BUCKETS
     temporal_decay: float = DEFAULT_TEMPORAL_DECAY
+    #: For a "when" question without a date, the temporal arm ranks the matching memories that
+    #: state their own date (False: the arm runs only for questions that name a time).
+    temporal_when_questions: bool = True
+    #: Whether the learned reranker sees the question's time (its window, whether it asks
+    #: when): False blinds its date features, for ablations of the temporal machinery.
+    date_signals: bool = True
     rerank_max_candidates: int = DEFAULT_RERANK_MAX_CANDIDATES
     rerank_batch_size: int = DEFAULT_RERANK_BATCH_SIZE
     rrf_k: int = DEFAULT_RRF_K
