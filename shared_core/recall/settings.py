@@ -33,6 +33,7 @@ from shared_core.config import (
     DEFAULT_KEYWORD_MAX_POSTINGS,
     DEFAULT_KEYWORD_MAX_TERMS,
     DEFAULT_KEYWORD_RANKING,
+    DEFAULT_LEARNED_TEMPORAL_ALPHA,
     DEFAULT_MAX_QUERY_TOKENS,
     DEFAULT_RELATIVE_SEMANTIC_CUT,
     DEFAULT_RERANK_BATCH_SIZE,
@@ -72,10 +73,11 @@ def _cross_encoder_boosts() -> BoostConfig:
 
 
 def _learned_boosts() -> BoostConfig:
-    # The learned score is the calibrated relevance: closeness to the question's dates is one
-    # of its features, recency is left out on purpose (a question about a long history is not
-    # about its end), and proof counts are not seen in training. Boosting it would undo both.
-    return BoostConfig(recency_alpha=0.0, temporal_alpha=0.0, proof_alpha=0.0)
+    # The learned score is the calibrated relevance: recency is left out on purpose (a question
+    # about a long history is not about its end), and proof counts are not seen in training.
+    # Only a question that names a time boosts it (the temporal boost is neutral otherwise):
+    # its training data rarely names one, so the date features alone carry little weight.
+    return BoostConfig(recency_alpha=0.0, temporal_alpha=DEFAULT_LEARNED_TEMPORAL_ALPHA, proof_alpha=0.0)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
