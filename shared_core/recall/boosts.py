@@ -223,12 +223,15 @@ class BoostConfig:
     recency_alpha: float = DEFAULT_RECENCY_ALPHA
     temporal_alpha: float = DEFAULT_TEMPORAL_ALPHA
     proof_alpha: float = DEFAULT_PROOF_ALPHA
+    #: For a question asking *when* without naming a time: the temporal boost of a memory that
+    #: states its own date (``occurred_start`` / ``occurred_end``) is ``1 + when_alpha * 0.5``.
+    when_alpha: float = 0.0
     recency_mode: RecencyMode = DEFAULT_RECENCY_MODE
     recency_window_days: float = DEFAULT_RECENCY_WINDOW_DAYS
     recency_half_life_days: float = DEFAULT_RECENCY_HALF_LIFE_DAYS
 
     def __post_init__(self) -> None:
-        for name in ("recency_alpha", "temporal_alpha", "proof_alpha"):
+        for name in ("recency_alpha", "temporal_alpha", "proof_alpha", "when_alpha"):
             alpha = getattr(self, name)
             if not 0.0 <= alpha <= _MAX_ALPHA:
                 raise ConfigurationError(f"{name} must be within [0, {_MAX_ALPHA}], got {alpha}")
@@ -319,12 +322,16 @@ def apply_boosts(
     now: _dt.datetime,
     window_present: bool,
     config: BoostConfig | None = None,
+    *,
+    asks_when: bool = False,
 ) -> list[ScoredCandidate]:
     """Score candidates and sort them best first (ties keep the input order).
 
     ``reranker_scores[i]`` is the normalised reranker score of ``candidates_info[i]``. The
-    temporal boost uses the candidate's temporal proximity only when the query had a time
-    window; without one it is neutral (1.0), as is a candidate the temporal arm did not find.
+    temporal boost uses the candidate's temporal proximity (or the time its text states) only
+    when the query had a time window; without one it is neutral (1.0), except for a question
+    that ``asks_when``: there a memory stating its own date is evidence of when (strength
+    ``config.when_alpha``).
     """
     cfg = config if config is not None else BoostConfig()
     if len(reranker_scores) != len(candidates_info):
@@ -343,10 +350,16 @@ def apply_boosts(
         proximity = _unit(info.temporal_proximity) if info.temporal_proximity is not None else None
         if info.stated_time is not None and (proximity is None or info.stated_time > proximity):
             proximity = _unit(info.stated_time)
-        temporal_value = proximity if window_present and proximity is not None else NEUTRAL
+        if window_present:
+            temporal_value = proximity if proximity is not None else NEUTRAL
+            temporal_alpha = cfg.temporal_alpha
+        else:
+            own_date = info.occurred_start is not None or info.occurred_end is not None
+            temporal_value = 1.0 if asks_when and own_date else NEUTRAL
+            temporal_alpha = cfg.when_alpha
         proof = proof_norm(info.proof_count)
         recency_boost = boost(rec, cfg.recency_alpha)
-        temporal_boost = boost(temporal_value, cfg.temporal_alpha)
+        temporal_boost = boost(temporal_value, temporal_alpha)
         proof_boost = boost(proof, cfg.proof_alpha)
         scored.append(
             ScoredCandidate(

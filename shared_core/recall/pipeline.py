@@ -207,7 +207,10 @@ def _rank(
             )
     with watch.stage("boosts"):
         inputs = [_boost_input(c, rows[c.id], window) for c in cut]
-        scored = apply_boosts(normalised, inputs, now, window is not None, boosts)
+        timed = ctx.settings.date_signals  # False: the question's time is ignored (ablations)
+        scored = apply_boosts(
+            normalised, inputs, now, timed and window is not None, boosts, asks_when=timed and asks_when(text)
+        )
     with watch.stage("token_budget"):
         fused_by_id = {c.id: c for c in cut}
         raw_by_id = dict(zip([c.id for c in cut], raw, strict=True)) if raw is not None else {}

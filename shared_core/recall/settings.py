@@ -34,6 +34,7 @@ from shared_core.config import (
     DEFAULT_KEYWORD_MAX_TERMS,
     DEFAULT_KEYWORD_RANKING,
     DEFAULT_LEARNED_TEMPORAL_ALPHA,
+    DEFAULT_LEARNED_WHEN_ALPHA,
     DEFAULT_MAX_QUERY_TOKENS,
     DEFAULT_RELATIVE_SEMANTIC_CUT,
     DEFAULT_RERANK_BATCH_SIZE,
@@ -77,7 +78,14 @@ def _learned_boosts() -> BoostConfig:
     # about a long history is not about its end), and proof counts are not seen in training.
     # Only a question that names a time boosts it (the temporal boost is neutral otherwise):
     # its training data rarely names one, so the date features alone carry little weight.
-    return BoostConfig(recency_alpha=0.0, temporal_alpha=DEFAULT_LEARNED_TEMPORAL_ALPHA, proof_alpha=0.0)
+    # A "when" question favours memories stating their own date: the learned when_and_dated
+    # feature alone is too weak (LoCoMo 0-4, see DEFAULT_LEARNED_WHEN_ALPHA).
+    return BoostConfig(
+        recency_alpha=0.0,
+        temporal_alpha=DEFAULT_LEARNED_TEMPORAL_ALPHA,
+        when_alpha=DEFAULT_LEARNED_WHEN_ALPHA,
+        proof_alpha=0.0,
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
