@@ -348,7 +348,8 @@ def apply_boosts(
             half_life_days=cfg.recency_half_life_days,
         )
         proximity = _unit(info.temporal_proximity) if info.temporal_proximity is not None else None
-        if info.stated_time is not None and (proximity is None or info.stated_time > proximity):
+        # a stated time only ever helps: none stated leaves an undated memory neutral
+        if info.stated_time and (proximity is None or info.stated_time > proximity):
             proximity = _unit(info.stated_time)
         if window_present:
             temporal_value = proximity if proximity is not None else NEUTRAL
