@@ -68,6 +68,8 @@ DEFAULT_FEATURES: tuple[str, ...] = (
     "window_within_text_years",
     "when_and_dated",
     "when_and_year_stated",
+    # added with the temporal arm for "when" questions; 5-9 temporal R@10 73.9 with it vs 72.7
+    # without (stored traces, same candidates), 0-4 overall unchanged (72.0)
     "dated_evidence_rr",
 )
 DEFAULT_L2 = 1.0  # per-row-sum penalty on standardised coefficients (tuned on 0-4)
