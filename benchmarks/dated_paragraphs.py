@@ -14,10 +14,18 @@ at the same organisation. Questions name a time the way people ask:
 * ``relative``: "Which club did Oskar Vell join last year?" (query time 2024-06-01);
 * ``untimed``: "Where was Oskar Vell born?" (no date: a control).
 
+``dated-hard`` (the set reported since the plain one saturated at R@10) is the same generator
+made harder in two principled ways: longer paragraphs (more of the undated filler that
+encyclopedia prose carries), and distractor paragraphs about the same person and the same
+organisation in *other* years ("In 2011, Oskar Vell returned to Brackwater Rovers for a
+testimonial ..."; "In 1996, Oskar Vell turned down an offer from FC Almsted ..."), so the words
+of a question match several paragraphs and only its time tells them apart.
+
 Each question's gold evidence is exactly one paragraph. Everything comes from a seeded
 ``random.Random``: the same command always builds the same text (no LoCoMo text, no download).
 
     .venv/bin/python benchmarks/dated_paragraphs.py                 # ours vs BM25 vs hybrid
+    .venv/bin/python benchmarks/dated_paragraphs.py --dataset dated-hard
     .venv/bin/python benchmarks/dated_paragraphs.py --show 3        # print a sample
     .venv/bin/python benchmarks/dated_paragraphs.py --systems ours ours:passthrough \\
         --out docs/benchmarks/dated_paragraphs.json --md docs/benchmarks/dated_paragraphs.md
@@ -401,6 +409,22 @@ _FILLER = (
 )
 
 
+# Hard set: a paragraph about a person and an organisation in a year they were NOT together
+# (before joining, or after leaving); the same words as the question, another time.
+_VISIT_AFTER = (
+    "In {year}, {name} returned to {org} as a guest of honour at an anniversary celebration, "
+    "years after {poss} time there had ended.",
+    "In {year}, {name} gave a long interview about {poss} years with {org}, recalling the "
+    "people {pron} had worked with there.",
+    "In {year}, {org} invited {name} back for a single charity event, and {pron} accepted.",
+)
+_VISIT_BEFORE = (
+    "In {year}, {name} turned down an offer from {org}, preferring to stay where {pron} was.",
+    "In {year}, {name} first visited {org}, though nothing came of it at the time.",
+    "In {year}, talks between {name} and {org} broke down over terms.",
+)
+
+
 def _name(rng: random.Random, used: set[str]) -> str:
     while True:
         first = rng.choice(_ONSETS) + rng.choice(_CODAS)
@@ -457,7 +481,7 @@ def _sentence(rng: random.Random, template: str, name: str, pron: str, poss: str
 
 
 def _stint_paragraph(
-    rng: random.Random, domain: _Domain, person: dict[str, Any], stint: _Stint
+    rng: random.Random, domain: _Domain, person: dict[str, Any], stint: _Stint, fillers: tuple[int, int]
 ) -> tuple[str, list[int]]:
     """The paragraph and the years it states outright."""
     name, pron, poss, topic = person["name"], person["pron"], person["poss"], person["topic"]
@@ -480,7 +504,7 @@ def _stint_paragraph(
         stated.append(year)
         event = _sentence(rng, rng.choice(domain.events), name, pron, poss, topic)
         sentences.append(f"In {year} {surname} {event[0].lower() + event[1:]}.")
-    for filler in rng.sample(_FILLER, rng.randint(0, 4)):
+    for filler in rng.sample(_FILLER, rng.randint(*fillers)):
         sentences.append(_sentence(rng, filler, name, pron, poss, topic))
     if stint.current:
         sentences.append(
@@ -507,8 +531,25 @@ def _stint_paragraph(
     return " ".join(sentences), stated
 
 
+def _distractor(rng: random.Random, person: dict[str, Any], stint: _Stint, first: int) -> str | None:
+    """A paragraph naming the person and the stint's organisation in a year outside the stint
+    (within the person's career, before the query's year), or None if there is no such year."""
+    before = list(range(first, stint.start))
+    after = list(range(stint.end + 1, QUERY_TIME.year - 1))
+    if not before and not after:
+        return None
+    use_after = bool(after) and (not before or rng.random() < 0.5)
+    year = rng.choice(after if use_after else before)
+    template = rng.choice(_VISIT_AFTER if use_after else _VISIT_BEFORE)
+    text = template.format(year=year, org=stint.org, **{k: person[k] for k in ("name", "pron", "poss")})
+    filler = _sentence(
+        rng, rng.choice(_FILLER), person["name"], person["pron"], person["poss"], person["topic"]
+    )
+    return f"{text} {filler}"
+
+
 def _person(
-    rng: random.Random, domain_index: int, used: set[str], recent: bool
+    rng: random.Random, domain_index: int, used: set[str], recent: bool, hard: bool = False
 ) -> tuple[dict[str, Any], list[tuple[str, str]], list[tuple[str, int, str]]]:
     """(person, [(paragraph_key, text)], [(question, category, paragraph_key)])."""
     domain = _DOMAINS[domain_index]
@@ -536,8 +577,12 @@ def _person(
     questions: list[tuple[str, int, str]] = []
     for i, stint in enumerate(stints):
         key = f"stint{i}"
-        text, stated = _stint_paragraph(rng, domain, person, stint)
+        text, stated = _stint_paragraph(rng, domain, person, stint, (2, 7) if hard else (0, 4))
         paragraphs.append((key, text))
+        if hard:
+            distractor = _distractor(rng, person, stint, stints[0].start)
+            if distractor is not None:
+                paragraphs.append((f"{key}-other", distractor))
         inner = [y for y in range(stint.start + 1, stint.end)]
         if stint.current:
             questions.append((domain.ask_join.format(name=name, when="last year"), 3, key))
@@ -571,12 +616,12 @@ def _person(
     return person, paragraphs, questions
 
 
-def _bank(rng: random.Random, index: int, prefix: str) -> Conversation:
+def _bank(rng: random.Random, index: int, prefix: str, hard: bool = False) -> Conversation:
     used: set[str] = set()
     turns: list[Turn] = []
     questions: list[Question] = []
     for p in range(PEOPLE_PER_BANK):
-        _, paragraphs, qs = _person(rng, p % len(_DOMAINS), used, recent=rng.random() < 0.25)
+        _, paragraphs, qs = _person(rng, p % len(_DOMAINS), used, recent=rng.random() < 0.25, hard=hard)
         for key, text in paragraphs:
             turns.append(
                 Turn(dia_id=f"B{index}:P{p}:{key}", speaker="", text=text, session=0, mentioned_at=INGESTED)
@@ -594,14 +639,16 @@ def _bank(rng: random.Random, index: int, prefix: str) -> Conversation:
     )
 
 
-def _dated(seed: int, banks: int, prefix: str) -> list[Conversation]:
+def _dated(seed: int, banks: int, prefix: str, hard: bool = False) -> list[Conversation]:
     rng = random.Random(seed)
-    return [_bank(rng, i, prefix) for i in range(banks)]
+    return [_bank(rng, i, prefix, hard) for i in range(banks)]
 
 
 DATASETS: dict[str, Callable[[], list[Conversation]]] = {
     # the evaluation set
     "dated": lambda: _dated(SEED, BANKS, "dated"),
+    # longer paragraphs, and distractors naming the same person and organisation in other years
+    "dated-hard": lambda: _dated(SEED, BANKS, "dated-hard", hard=True),
     # same generator, another seed: training rows for the learned reranker's date features,
     # never scored
     "dated-train": lambda: _dated(SEED + 1, 3, "dated-train"),

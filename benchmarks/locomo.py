@@ -94,7 +94,15 @@ OURS_CONFIGS: dict[str, dict[str, Any]] = {
     "no-semantic": {"budget": "mid", "max_tokens": 16384, "arms": ("keyword", "graph", "temporal")},
     "no-keyword": {"budget": "mid", "max_tokens": 16384, "arms": ("semantic", "graph", "temporal")},
     "no-graph": {"budget": "mid", "max_tokens": 16384, "arms": ("semantic", "keyword", "temporal")},
-    "no-temporal": {"budget": "mid", "max_tokens": 16384, "arms": ("semantic", "keyword", "graph")},
+    # the temporal machinery off: the arm, and the learned reranker's view of the question's time
+    "no-temporal": {
+        "budget": "mid",
+        "max_tokens": 16384,
+        "arms": ("semantic", "keyword", "graph"),
+        "settings": {"date_signals": False},
+    },
+    # only the new part off: no temporal arm for "when" questions without a date
+    "no-when-arm": {"budget": "mid", "max_tokens": 16384, "settings": {"temporal_when_questions": False}},
     "semantic-only": {"budget": "mid", "max_tokens": 16384, "arms": ("semantic",)},
     # passthrough (no learned reranker): the RRF order reshaped by the boosts, with and without
     # the graph arm (its ablation does not depend on a model trained on its features)

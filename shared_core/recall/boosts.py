@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, get_args
@@ -37,7 +38,7 @@ from shared_core.config import (
 from shared_core.errors import ConfigurationError
 from shared_core.recall.fusion import FusedCandidate
 from shared_core.timeutil import add_months
-from shared_core.types import DateGrain, MemoryRecord, ScoreBreakdown, as_utc
+from shared_core.types import DateGrain, MemoryRecord, ScoreBreakdown, TimeWindow, as_utc
 
 __all__ = [
     "DEFAULT_RECENCY_MODE",
@@ -51,6 +52,7 @@ __all__ = [
     "effective_date",
     "proof_norm",
     "recency",
+    "stated_time_match",
 ]
 
 RecencyMode = Literal["linear", "exponential", "none"]
@@ -118,6 +120,38 @@ def effective_date(
     if end is not None:
         return end
     return as_utc(mentioned_at) if mentioned_at is not None else None
+
+
+_YEAR = re.compile(r"\b(1[5-9]\d\d|20\d\d)\b")
+
+
+def _window_years(window: TimeWindow) -> tuple[int, int]:
+    # a window that ends at midnight on Jan 1 belongs to the year before
+    end = window.end - _dt.timedelta(microseconds=1) if window.end > window.start else window.end
+    return window.start.year, end.year
+
+
+def stated_time_match(text: str, window: TimeWindow) -> float:
+    """Whether a memory's own words put it in ``window``: 1 if the text writes a year of the
+    window, or writes two or more years whose span holds the window ("joined in 2001 ... left
+    in 2008" for a question about 2005); else 0.
+
+    A memory is dated at retain by one date (its most specific mention); a paragraph covering
+    years is about all of them, which only its text says.
+
+    >>> import datetime as dt
+    >>> w = TimeWindow(start=dt.datetime(2005, 1, 1), end=dt.datetime(2006, 1, 1))
+    >>> [stated_time_match(t, w) for t in ("Joined in 2001, left in 2008.", "In 2005 she won.",
+    ...                                    "Returned in 2011.", "No date.")]
+    [1.0, 1.0, 0.0, 0.0]
+    """
+    years = {int(y) for y in _YEAR.findall(text)}
+    if not years:
+        return 0.0
+    lo, hi = _window_years(window)
+    if any(lo <= y <= hi for y in years):
+        return 1.0
+    return 1.0 if len(years) >= 2 and min(years) <= lo and hi <= max(years) else 0.0
 
 
 def _check_mode(mode: str) -> None:
@@ -189,12 +223,15 @@ class BoostConfig:
     recency_alpha: float = DEFAULT_RECENCY_ALPHA
     temporal_alpha: float = DEFAULT_TEMPORAL_ALPHA
     proof_alpha: float = DEFAULT_PROOF_ALPHA
+    #: For a question asking *when* without naming a time: the temporal boost of a memory that
+    #: states its own date (``occurred_start`` / ``occurred_end``) is ``1 + when_alpha * 0.5``.
+    when_alpha: float = 0.0
     recency_mode: RecencyMode = DEFAULT_RECENCY_MODE
     recency_window_days: float = DEFAULT_RECENCY_WINDOW_DAYS
     recency_half_life_days: float = DEFAULT_RECENCY_HALF_LIFE_DAYS
 
     def __post_init__(self) -> None:
-        for name in ("recency_alpha", "temporal_alpha", "proof_alpha"):
+        for name in ("recency_alpha", "temporal_alpha", "proof_alpha", "when_alpha"):
             alpha = getattr(self, name)
             if not 0.0 <= alpha <= _MAX_ALPHA:
                 raise ConfigurationError(f"{name} must be within [0, {_MAX_ALPHA}], got {alpha}")
@@ -216,6 +253,9 @@ class BoostInput:
     date_grain: DateGrain | None = None
     proof_count: int | None = None
     temporal_proximity: float | None = None
+    #: :func:`stated_time_match` of its text with the query's window (None without one): the
+    #: temporal value is the better of it and ``temporal_proximity``.
+    stated_time: float | None = None
 
     @classmethod
     def from_record(cls, record: MemoryRecord, *, temporal_proximity: float | None = None) -> BoostInput:
@@ -282,12 +322,16 @@ def apply_boosts(
     now: _dt.datetime,
     window_present: bool,
     config: BoostConfig | None = None,
+    *,
+    asks_when: bool = False,
 ) -> list[ScoredCandidate]:
     """Score candidates and sort them best first (ties keep the input order).
 
     ``reranker_scores[i]`` is the normalised reranker score of ``candidates_info[i]``. The
-    temporal boost uses the candidate's temporal proximity only when the query had a time
-    window; without one it is neutral (1.0), as is a candidate the temporal arm did not find.
+    temporal boost uses the candidate's temporal proximity (or the time its text states) only
+    when the query had a time window; without one it is neutral (1.0), except for a question
+    that ``asks_when``: there a memory stating its own date is evidence of when (strength
+    ``config.when_alpha``).
     """
     cfg = config if config is not None else BoostConfig()
     if len(reranker_scores) != len(candidates_info):
@@ -304,10 +348,19 @@ def apply_boosts(
             half_life_days=cfg.recency_half_life_days,
         )
         proximity = _unit(info.temporal_proximity) if info.temporal_proximity is not None else None
-        temporal_value = proximity if window_present and proximity is not None else NEUTRAL
+        # a stated time only ever helps: none stated leaves an undated memory neutral
+        if info.stated_time and (proximity is None or info.stated_time > proximity):
+            proximity = _unit(info.stated_time)
+        if window_present:
+            temporal_value = proximity if proximity is not None else NEUTRAL
+            temporal_alpha = cfg.temporal_alpha
+        else:
+            own_date = info.occurred_start is not None or info.occurred_end is not None
+            temporal_value = 1.0 if asks_when and own_date else NEUTRAL
+            temporal_alpha = cfg.when_alpha
         proof = proof_norm(info.proof_count)
         recency_boost = boost(rec, cfg.recency_alpha)
-        temporal_boost = boost(temporal_value, cfg.temporal_alpha)
+        temporal_boost = boost(temporal_value, temporal_alpha)
         proof_boost = boost(proof, cfg.proof_alpha)
         scored.append(
             ScoredCandidate(

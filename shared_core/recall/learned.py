@@ -3,7 +3,8 @@
 A logistic regression over a few numbers per fused candidate: where each arm ranked it and its
 raw score there, its RRF score and position, its cosine with the query (relative to the best
 cosine of the query), term and name coverage of the query, whether a date the question names
-is stated in or near it, and (for "when" questions) whether it carries a date at all. The
+is stated in or near it, and (for "when" questions) whether it carries a date at all and where
+the temporal arm ranked it among the memories stating their own date. The
 weights ship with the package (``learned_reranker.json``, beside this module, with the feature
 list, what they were trained on and the command that trained them); scoring is a few numpy
 operations, deterministic, well under 2 ms for 300 candidates.
@@ -46,6 +47,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
+from shared_core.recall.arms.temporal import asks_when as _asks_when
 from shared_core.recall.arms.temporal import temporal_proximity
 from shared_core.recall.boosts import effective_date
 from shared_core.types import ARM_NAMES, ArmName, DateGrain, TimeWindow
@@ -62,11 +64,6 @@ _WEIGHTS_FILE: Final = "learned_reranker.json"
 _RRF_K: Final = 60.0
 _WORD = re.compile(r"[^\W_]+")
 _YEAR = re.compile(r"\b(1[5-9]\d\d|20\d\d)\b")
-_WHEN = re.compile(
-    r"\b(when|what (year|month|date|day|time)|how long ago|since when|which "
-    r"(year|month|day))\b",
-    re.IGNORECASE,
-)
 _STOP_WORDS = """a an the and or but if of to in on at by for with from about as into over after
 before is are was were be been being am do does did done have has had having i me my we our you
 your he him his she her it its they them their this that these those what which who whom whose
@@ -115,7 +112,9 @@ class QuerySignals:
         object.__setattr__(self, "_names_re", _alternation(self.names, whole=True))
 
     @classmethod
-    def from_query(cls, text: str, window: TimeWindow | None) -> QuerySignals:
+    def from_query(
+        cls, text: str, window: TimeWindow | None, *, asks_when: bool | None = None
+    ) -> QuerySignals:
         """
         >>> q = QuerySignals.from_query("When did Caroline go to the support group?", None)
         >>> q.asks_when, sorted(q.names), sorted(q.terms)
@@ -124,7 +123,7 @@ class QuerySignals:
         return cls(
             terms=_content_terms(text),
             names=_names(text),
-            asks_when=_WHEN.search(text) is not None,
+            asks_when=_asks_when(text) if asks_when is None else asks_when,
             window=window,
         )
 
@@ -213,6 +212,9 @@ def _row(
     when_year = query.asks_when and _YEAR.search(c.text) is not None
     length = math.log(min(max(len(c.text.split()), _MIN_WORDS), _MAX_WORDS))
     graph = min(max(c.arm_scores.get("graph", 0.0), 0.0), 3.0) / 3.0
+    # Without a window the temporal arm answers a "when" question: its rank among the matching
+    # memories that state their own date.
+    when_rank = c.ranks.get("temporal") if window is None else None
     return [
         1.0,  # intercept
         math.log1p(c.position),
@@ -232,6 +234,7 @@ def _row(
         float(query.asks_when and dated),
         float(when_year),
         length,
+        0.0 if when_rank is None else _RRF_K / (_RRF_K + when_rank),
     ]
 
 
@@ -254,6 +257,7 @@ FEATURE_NAMES: Final[tuple[str, ...]] = (
     "when_and_dated",
     "when_and_year_stated",
     "log_words",
+    "dated_evidence_rr",
 )
 """Every feature :func:`featurize` computes, in column order; a model uses a subset."""
 
@@ -263,7 +267,7 @@ def featurize(query: QuerySignals, candidates: Sequence[CandidateSignals]) -> np
 
     >>> q = QuerySignals.from_query("Who plays violin?", None)
     >>> featurize(q, [CandidateSignals(position=0, rrf=0.02, cosine=0.5, text="x")]).shape
-    (1, 25)
+    (1, 26)
     """
     if not candidates:
         return np.zeros((0, len(FEATURE_NAMES)))

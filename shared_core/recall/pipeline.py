@@ -19,8 +19,8 @@ from shared_core.recall.arms import Arm, ArmQuery
 from shared_core.recall.arms.graph import GRAPH
 from shared_core.recall.arms.keyword import KEYWORD, keyword_terms
 from shared_core.recall.arms.semantic import SEMANTIC
-from shared_core.recall.arms.temporal import TEMPORAL, DatedHit, temporal_proximity
-from shared_core.recall.boosts import BoostInput, apply_boosts
+from shared_core.recall.arms.temporal import TEMPORAL, DatedHit, asks_when, temporal_proximity
+from shared_core.recall.boosts import BoostInput, apply_boosts, stated_time_match
 from shared_core.recall.budget import chunk_fill, resolve_budget, token_cut
 from shared_core.recall.filters import compile_filter
 from shared_core.recall.fusion import ArmHit, FusedCandidate, reciprocal_rank_fusion
@@ -81,6 +81,7 @@ def recall_plan(ctx: RecallContext, query: str, opts: RecallOptions) -> Plan[Rec
         window=window,
         settings=settings,
         filter=compile_filter(opts.metadata_filter),
+        asks_when=asks_when(text),
     )
     arms = yield from _search(aq, opts.arm_names, watch, notes)
     # Loads the cross-encoder on first use; its kind picks the arm weights and boosts.
@@ -189,7 +190,9 @@ def _rank(
             normalised = yield Compute(
                 LearnedScorer.default().score,
                 (
-                    QuerySignals.from_query(text, window),
+                    QuerySignals.from_query(text, window)
+                    if ctx.settings.date_signals
+                    else QuerySignals.from_query(text, None, asks_when=False),
                     [_signals(i, c, rows[c.id]) for i, c in enumerate(cut)],
                 ),
             )
@@ -204,7 +207,10 @@ def _rank(
             )
     with watch.stage("boosts"):
         inputs = [_boost_input(c, rows[c.id], window) for c in cut]
-        scored = apply_boosts(normalised, inputs, now, window is not None, boosts)
+        timed = ctx.settings.date_signals  # False: the question's time is ignored (ablations)
+        scored = apply_boosts(
+            normalised, inputs, now, timed and window is not None, boosts, asks_when=timed and asks_when(text)
+        )
     with watch.stage("token_budget"):
         fused_by_id = {c.id: c for c in cut}
         raw_by_id = dict(zip([c.id for c in cut], raw, strict=True)) if raw is not None else {}
@@ -294,4 +300,5 @@ def _boost_input(candidate: FusedCandidate, row: MemoryRow, window: TimeWindow |
         date_grain=row.date_grain,
         proof_count=row.proof_count,
         temporal_proximity=proximity,
+        stated_time=stated_time_match(row.text, window) if window is not None else None,
     )

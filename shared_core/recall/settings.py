@@ -35,6 +35,8 @@ from shared_core.config import (
     DEFAULT_KEYWORD_MAX_POSTINGS,
     DEFAULT_KEYWORD_MAX_TERMS,
     DEFAULT_KEYWORD_RANKING,
+    DEFAULT_LEARNED_TEMPORAL_ALPHA,
+    DEFAULT_LEARNED_WHEN_ALPHA,
     DEFAULT_MAX_QUERY_TOKENS,
     DEFAULT_RELATIVE_SEMANTIC_CUT,
     DEFAULT_RERANK_BATCH_SIZE,
@@ -74,10 +76,18 @@ def _cross_encoder_boosts() -> BoostConfig:
 
 
 def _learned_boosts() -> BoostConfig:
-    # The learned score is the calibrated relevance: closeness to the question's dates is one
-    # of its features, recency is left out on purpose (a question about a long history is not
-    # about its end), and proof counts are not seen in training. Boosting it would undo both.
-    return BoostConfig(recency_alpha=0.0, temporal_alpha=0.0, proof_alpha=0.0)
+    # The learned score is the calibrated relevance: recency is left out on purpose (a question
+    # about a long history is not about its end), and proof counts are not seen in training.
+    # Only a question that names a time boosts it (the temporal boost is neutral otherwise):
+    # its training data rarely names one, so the date features alone carry little weight.
+    # A "when" question favours memories stating their own date: the learned when_and_dated
+    # feature alone is too weak (LoCoMo 0-4, see DEFAULT_LEARNED_WHEN_ALPHA).
+    return BoostConfig(
+        recency_alpha=0.0,
+        temporal_alpha=DEFAULT_LEARNED_TEMPORAL_ALPHA,
+        when_alpha=DEFAULT_LEARNED_WHEN_ALPHA,
+        proof_alpha=0.0,
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -105,6 +115,12 @@ class RecallSettings:
     temporal_entry_points: int = DEFAULT_TEMPORAL_ENTRY_POINTS
     temporal_buckets: int = DEFAULT_TEMPORAL_BUCKETS
     temporal_decay: float = DEFAULT_TEMPORAL_DECAY
+    #: For a "when" question without a date, the temporal arm ranks the matching memories that
+    #: state their own date (False: the arm runs only for questions that name a time).
+    temporal_when_questions: bool = True
+    #: Whether the learned reranker sees the question's time (its window, whether it asks
+    #: when): False blinds its date features, for ablations of the temporal machinery.
+    date_signals: bool = True
     rerank_max_candidates: int = DEFAULT_RERANK_MAX_CANDIDATES
     rerank_batch_size: int = DEFAULT_RERANK_BATCH_SIZE
     rrf_k: int = DEFAULT_RRF_K

@@ -17,9 +17,10 @@ from shared_core.recall.boosts import (
     effective_date,
     proof_norm,
     recency,
+    stated_time_match,
 )
 from shared_core.recall.fusion import ArmHit, reciprocal_rank_fusion
-from shared_core.types import MemoryRecord
+from shared_core.types import MemoryRecord, TimeWindow
 
 UTC = dt.UTC
 NOW = dt.datetime(2024, 1, 1, tzinfo=UTC)
@@ -267,3 +268,33 @@ def test_boost_input_from_record_and_breakdown() -> None:
     assert bd.recency_boost == scored.recency_boost
     with pytest.raises(ValueError, match="m1"):
         scored.breakdown(reciprocal_rank_fusion({"semantic": [ArmHit(id="x", score=1)]})[0])
+
+
+def test_a_memory_whose_written_years_span_the_window_is_boosted_like_one_dated_in_it() -> None:
+    window = TimeWindow(
+        start=dt.datetime(2005, 1, 1, tzinfo=dt.UTC), end=dt.datetime(2006, 1, 1, tzinfo=dt.UTC)
+    )
+    joined = dt.datetime(2001, 3, 1, tzinfo=dt.UTC)  # dated at retain by its first mention
+    span = "In March 2001 she joined the Brevik Opera Orchestra. She left in 2008."
+    other = "In March 2001 she turned down an offer from the Brevik Opera Orchestra."
+    inputs = [
+        BoostInput(
+            id="other",
+            occurred_start=joined,
+            temporal_proximity=0.0,
+            stated_time=stated_time_match(other, window),
+        ),
+        BoostInput(
+            id="span",
+            occurred_start=joined,
+            temporal_proximity=0.0,
+            stated_time=stated_time_match(span, window),
+        ),
+    ]
+    now = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
+    scored = apply_boosts([0.5, 0.5], inputs, now, True, BoostConfig(recency_alpha=0.0, temporal_alpha=0.5))
+    assert [s.id for s in scored] == ["span", "other"]
+    assert scored[0].temporal_boost > 1.0 > scored[1].temporal_boost
+    # without a window the stated time says nothing
+    neutral = apply_boosts([0.5, 0.5], inputs, now, False, BoostConfig(recency_alpha=0.0, temporal_alpha=0.5))
+    assert [s.temporal_boost for s in neutral] == [1.0, 1.0]

@@ -45,3 +45,28 @@ def test_year_questions_name_a_year_the_person_had_several_stints_around() -> No
 def test_no_locomo_text() -> None:
     words = " ".join(t.text for c in D.build_dataset("dated") for t in c.turns)
     assert 'said, "' not in words  # LoCoMo's memory format
+
+
+def test_hard_set_adds_same_entity_distractors_in_other_years_and_longer_paragraphs() -> None:
+    plain, hard = D.build_dataset("dated"), D.build_dataset("dated-hard")
+    assert sum(len(c.turns) for c in hard) > 1.5 * sum(len(c.turns) for c in plain)
+    stints = [t.text for c in hard for t in c.turns if t.dia_id.split(":")[-1].startswith("stint")]
+    stints = [t for t in stints if "-other" not in t]
+    plain_stints = [t.text for c in plain for t in c.turns if ":stint" in t.dia_id]
+    assert sum(len(t.split()) for t in stints) / len(stints) > sum(
+        len(t.split()) for t in plain_stints
+    ) / len(plain_stints)
+    conv = hard[0]
+    text = {t.dia_id: t.text for t in conv.turns}
+    others = [k for k in text if k.endswith("-other")]
+    assert len(others) > 40
+    for key in others:
+        stint = text[key.removesuffix("-other")]
+        org_years = [int(y) for y in re.findall(r"\b(1[89]\d\d|20\d\d)\b", stint)]
+        year = int(re.findall(r"\b(1[89]\d\d|20\d\d)\b", text[key])[0])
+        # same person, same organisation, a year outside the stint
+        name = text[key.rsplit(":", 1)[0] + ":intro"].split(" (born")[0]
+        assert name in text[key] and name in stint
+        assert not min(org_years) <= year <= max(org_years)
+    for q in conv.questions:
+        assert len(q.evidence) == 1 and not q.evidence[0].endswith("-other")

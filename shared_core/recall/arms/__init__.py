@@ -64,7 +64,8 @@ class ArmQuery:
     """What every arm searches with: one analysed, validated query.
 
     ``n`` is the per-arm candidate budget; ``words`` / ``bigrams`` are the keyword terms;
-    ``window`` the query's time window (parsed or given), if any.
+    ``window`` the query's time window (parsed or given), if any; ``asks_when`` whether the
+    query asks when something happened (the temporal arm answers it without a window).
     """
 
     bank: str
@@ -78,6 +79,7 @@ class ArmQuery:
     window: TimeWindow | None
     settings: RecallSettings
     filter: CompiledFilter = MATCH_ALL
+    asks_when: bool = False
 
     @property
     def where_sql(self) -> sql.Composable:

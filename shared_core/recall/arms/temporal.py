@@ -1,13 +1,21 @@
-"""The temporal arm: memories dated inside the query's window, spread along links.
+"""The temporal arm: memories dated inside the query's window, spread along links; for a
+"when" question without a date, the matching memories that state their own date.
 
-Entry points are the most similar memories dated in the window, spread over the window
-(:func:`select_entry_points`); from them, activation spreads breadth-first along temporal and
-causal links. A hit's proximity (:func:`temporal_proximity`) feeds the temporal boost.
+With a window, entry points are the most similar memories dated in the window, spread over the
+window (:func:`select_entry_points`); from them, activation spreads breadth-first along temporal
+and causal links. A hit's proximity (:func:`temporal_proximity`) feeds the temporal boost.
+
+Without a window, a question asking *when* something happened (:func:`asks_when`) is answered
+by a memory that says when: the arm ranks, by similarity to the question, the memories whose
+own text stated a time (``occurred_start`` is set at retain from a date in the text, relative
+ones like "yesterday" resolved against the memory's time). Memories dated only by when they
+were said or stored are not candidates: every chat turn has that date, so it says nothing.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import re
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -25,7 +33,10 @@ from shared_core.types import DateGrain, TimeWindow
 
 __all__ = [
     "TEMPORAL",
+    "WHEN_QUESTION",
     "DatedHit",
+    "asks_when",
+    "dated_evidence_statement",
     "select_entry_points",
     "temporal_entry_statement",
     "temporal_hop_statement",
@@ -39,6 +50,23 @@ _TEMPORAL_MIN_SCORE = 0.2
 _TEMPORAL_FRONTIER = 20
 # A neighbour reached through links but dated outside the window: some temporal evidence.
 _NEIGHBOUR_NO_DATE_PROXIMITY = 0.3
+
+WHEN_QUESTION = re.compile(
+    r"\b(when|what (year|month|date|day|time)|how long ago|since when|which "
+    r"(year|month|day))\b",
+    re.IGNORECASE,
+)
+"""A question asking for a time ("When did ...?", "What year ...?", "How long ago ...?")."""
+
+
+def asks_when(text: str) -> bool:
+    """Whether ``text`` asks when something happened.
+
+    >>> asks_when("When did Mara move to Cremona?"), asks_when("Where does Mara work?")
+    (True, False)
+    """
+    return WHEN_QUESTION.search(text) is not None
+
 
 _DATED_COLUMNS = sql.SQL("""u.occurred_start, u.occurred_end, u.mentioned_at, u.date_grain""")
 
@@ -56,6 +84,26 @@ LIMIT %(pool)s""")
 def temporal_entry_statement(tags: sql.Composable, dimension: Dimension) -> sql.Composed:
     """The most similar memories dated inside the window (occurred or mentioned)."""
     return _TEMPORAL_ENTRY.format(
+        dated=_DATED_COLUMNS,
+        tags=tags,
+        vec=dimension.column,
+        qvec=dimension.query(),
+        dims=dimension.predicate,
+    )
+
+
+_DATED_EVIDENCE = sql.SQL("""
+SELECT u.id::text AS id, 1 - ({vec} <=> {qvec}) AS similarity, {dated}
+FROM memory_units u
+WHERE u.bank_id = %(bank)s AND u.fact_type = ANY(%(types)s::text[]) AND {dims} AND {tags}
+  AND u.occurred_start IS NOT NULL
+ORDER BY {vec} <=> {qvec}
+LIMIT %(n)s""")
+
+
+def dated_evidence_statement(tags: sql.Composable, dimension: Dimension) -> sql.Composed:
+    """The memories most similar to the query among those whose text stated a time."""
+    return _DATED_EVIDENCE.format(
         dated=_DATED_COLUMNS,
         tags=tags,
         vec=dimension.column,
@@ -239,7 +287,9 @@ def _spread(
 
 def _start(q: ArmQuery) -> Query | None:
     if q.window is None:
-        return None
+        if not (q.asks_when and q.settings.temporal_when_questions):
+            return None
+        return Query(dated_evidence_statement(q.where_sql, q.dimension), q.params())
     return Query(
         temporal_entry_statement(q.where_sql, q.dimension),
         q.params(wstart=q.window.start, wend=q.window.end, pool=q.settings.temporal_entry_pool),
@@ -250,8 +300,14 @@ def _finish(
     q: ArmQuery, rows: Sequence[Mapping[str, Any]] | BaseException, watch: Stopwatch
 ) -> Plan[ArmResult]:
     window = q.window
-    assert window is not None  # _start ran no statement without one
     settings = q.settings
+    if window is None:  # a "when" question: the matching memories that state a date
+        hits = [
+            ArmHit(id=r["id"], score=float(r["similarity"]))
+            for r in rows_or_raise(rows)
+            if float(r["similarity"]) >= settings.temporal_min_similarity
+        ]
+        return ArmResult(hits=hits)
     with watch.stage("temporal_spread"):
         pool = [dated_hit(r, float(r["similarity"])) for r in rows_or_raise(rows)]
         pool = [h for h in pool if h.similarity >= settings.temporal_min_similarity]

@@ -1,0 +1,108 @@
+"""Temporal questions without a date in them ("When did Mara go to the pottery workshop?"):
+recall uses the memories' own dates. Real server, real embedding model, real date parser."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import uuid
+
+import pytest
+
+from shared_core import MemoryEngine, MemoryItem, RecallResult
+
+UTC = dt.UTC
+QUERY_TIME = dt.datetime(2024, 6, 15, 12, tzinfo=UTC)
+
+# The event stated with its (relative) date, said on 10 May 2024: "yesterday" is 9 May.
+GOLD = "Mara went to the pottery workshop yesterday and came home with a lopsided bowl."
+# The same event, no date stated; said later, so recency would not favour the gold.
+SAME_EVENT_UNDATED = [
+    "Mara loves going to the pottery workshop on Elm Street.",
+    "Mara said the pottery workshop is her favourite place to unwind.",
+    "The pottery workshop Mara goes to is run by her aunt.",
+    "Mara keeps telling everyone about the pottery workshop.",
+    "Mara wants to go to the pottery workshop more often.",
+]
+OTHER_DATED = [
+    "Bob ran his first marathon last Sunday.",
+    "Priya started a new job at the bakery on Monday.",
+]
+
+
+@pytest.fixture(scope="module")
+def when_bank(engine: MemoryEngine) -> tuple[str, dict[str, str]]:
+    bank = f"when-{uuid.uuid4().hex[:10]}"
+    said = dt.datetime(2024, 5, 10, 18, tzinfo=UTC)
+    items = [MemoryItem(text=GOLD, mentioned_at=said)]
+    items += [
+        MemoryItem(text=t, mentioned_at=said + dt.timedelta(days=3 + i))
+        for i, t in enumerate(SAME_EVENT_UNDATED)
+    ]
+    items += [
+        MemoryItem(text=t, mentioned_at=said - dt.timedelta(days=20 + i)) for i, t in enumerate(OTHER_DATED)
+    ]
+    ids = engine.retain(items, bank=bank, progress=False)
+    return bank, {item.text: i for item, i in zip(items, ids, strict=True)}
+
+
+def _recall(engine: MemoryEngine, bank: str, query: str) -> RecallResult:
+    return engine.recall(query, bank=bank, query_timestamp=QUERY_TIME, trace=True)
+
+
+def test_the_stated_date_is_resolved_at_retain(
+    engine: MemoryEngine, when_bank: tuple[str, dict[str, str]]
+) -> None:
+    bank, _ = when_bank
+    gold = next(m for m in _recall(engine, bank, "pottery workshop bowl").memories if m.text == GOLD)
+    assert gold.occurred_start is not None and gold.occurred_start.date() == dt.date(2024, 5, 9)
+
+
+def test_the_temporal_arm_ranks_the_memory_stating_the_date_first(
+    engine: MemoryEngine, when_bank: tuple[str, dict[str, str]]
+) -> None:
+    bank, ids = when_bank
+    result = _recall(engine, bank, "When did Mara go to the pottery workshop?")
+    assert result.trace is not None and result.trace.time_window is None  # no date in the question
+    # the temporal arm ran without a window and ranked the dated memory of the event first
+    temporal = [i for i, _ in result.trace.arms.get("temporal", [])]
+    assert temporal and temporal[0] == ids[GOLD]
+    assert not set(temporal) & {ids[t] for t in SAME_EVENT_UNDATED}  # undated: not its candidates
+    gold = next(m for m in result.memories if m.text == GOLD)
+    assert gold.scores.temporal_boost > 1.0  # stating its own date is evidence of when
+    assert all(m.scores.temporal_boost == 1.0 for m in result.memories if m.text in SAME_EVENT_UNDATED)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known gap (measured): the keyword arm (weight 3) finds only the two undated memories "
+    "that share the question's verb ('go'), the learned reranker scores them 0.52 / 0.39 and the "
+    "dated one 0.12 (x1.5 boost: 0.17, third)",
+)
+def test_when_question_ranks_the_memory_stating_the_date_first(
+    engine: MemoryEngine, when_bank: tuple[str, dict[str, str]]
+) -> None:
+    bank, _ = when_bank
+    result = _recall(engine, bank, "When did Mara go to the pottery workshop?")
+    assert result.memories[0].text == GOLD
+
+
+def test_other_questions_do_not_run_the_temporal_arm(
+    engine: MemoryEngine, when_bank: tuple[str, dict[str, str]]
+) -> None:
+    bank, _ = when_bank
+    result = _recall(engine, bank, "What does Mara enjoy doing?")
+    assert result.trace is not None and not result.trace.arms.get("temporal")
+
+
+def test_the_when_arm_can_be_switched_off(
+    engine: MemoryEngine, when_bank: tuple[str, dict[str, str]]
+) -> None:
+    bank, _ = when_bank
+    settings = engine.recall_settings
+    engine.recall_settings = dataclasses.replace(settings, temporal_when_questions=False)
+    try:
+        result = _recall(engine, bank, "When did Mara go to the pottery workshop?")
+    finally:
+        engine.recall_settings = settings
+    assert result.trace is not None and not result.trace.arms.get("temporal")
