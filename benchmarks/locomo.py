@@ -220,12 +220,12 @@ class OursSystem:
         # Run as root, the server's unprivileged user must traverse our 0700 temp dir (the
         # server never loosens a directory it did not create).
         self._data_root.chmod(0o711)
-        engine_config = None
+        engine_kwargs: dict[str, Any] = {}
         if config:
             from shared_core.config import EngineConfig
 
-            engine_config = EngineConfig(**config)
-        self.engine = engine_cls(data_dir=self._data_root / "pgdata", config=engine_config)
+            engine_kwargs["config"] = EngineConfig(**config)
+        self.engine = engine_cls(data_dir=self._data_root / "pgdata", **engine_kwargs)
         if settings:
             self.engine.recall_settings = dataclasses.replace(self.engine.recall_settings, **settings)
         self.run_id = uuid.uuid4().hex[:8]
