@@ -137,8 +137,8 @@ def prepare_retain(
     ]
     bar = bar if bar is not None else RetainProgress(False)
     bar.start(len(units))
-    vectors = merge_vectors(validated, units, lambda texts: embed(ctx, texts, bar))
-    vectors = context_vectors(vectors, previous, cfg.context_vector_weight)
+    own_vectors = merge_vectors(validated, units, lambda texts: embed(ctx, texts, bar))
+    vectors = context_vectors(own_vectors, previous, cfg.context_vector_weight)
     bar.stage("extracting", done=1)
     extraction = extract(
         units,
@@ -167,6 +167,7 @@ def prepare_retain(
         temporal_link_k=cfg.temporal_link_top_k,
         temporal_link_floor=DEFAULT_TEMPORAL_LINK_FLOOR,
         cue_links=cfg.causal_cue_links,
+        own_vectors=own_vectors,
     )
     return request, vectors
 

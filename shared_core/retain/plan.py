@@ -100,6 +100,9 @@ class RetainRequest:
     temporal_link_k: int
     temporal_link_floor: float
     cue_links: bool = False
+    own_vectors: npt.NDArray[np.float32] | None = None
+    """The units' own vectors, when the stored ones carry conversation context
+    (retain/neighbours.py): links are about what a memory itself says."""
 
 
 def _check_dimension(request: RetainRequest, row: dict[str, object], dimension: int) -> None:
@@ -219,7 +222,7 @@ def retain_plan(request: RetainRequest, vectors: npt.NDArray[np.float32]) -> Pla
         request.bank,
         request.items,
         units,
-        vectors,
+        vectors if request.own_vectors is None else request.own_vectors,
         semantic_min=request.semantic_link_min,
         semantic_k=request.semantic_link_k,
         temporal_k=request.temporal_link_k,
