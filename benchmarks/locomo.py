@@ -140,6 +140,38 @@ OURS_CONFIGS: dict[str, dict[str, Any]] = {
 }
 
 
+# reranker: the learned default, or passthrough; conversation context at retain (issue 11.4):
+# the default "previous", or off (EngineConfig.retain_context), with either reranker.
+OURS_CONFIGS["none"] = {"budget": "mid", "max_tokens": 16384, "reranker": "none"}
+OURS_CONFIGS["context-none"] = {"budget": "mid", "max_tokens": 16384, "config": {"retain_context": "none"}}
+OURS_CONFIGS["context-none-rr-none"] = {
+    "budget": "mid",
+    "max_tokens": 16384,
+    "reranker": "none",
+    "config": {"retain_context": "none"},
+}
+
+# tuning grid of the context (conversations 0-4 only, passthrough): vector weight, snippet
+# length (0 = no keyword context), BM25 weight of a context occurrence
+for _name, _config, _settings in (
+    ("ctx-vec0", {"context_vector_weight": 0.0}, {}),
+    ("ctx-vec0.25", {"context_vector_weight": 0.25}, {}),
+    ("ctx-vec1", {"context_vector_weight": 1.0}, {}),
+    ("ctx-kwoff", {"context_tokens": 0}, {}),
+    ("ctx-tok24", {"context_tokens": 24}, {}),
+    ("ctx-tok96", {"context_tokens": 96}, {}),
+    ("ctx-bm0.1", {}, {"bm25_context_weight": 0.1}),
+    ("ctx-bm0.6", {}, {"bm25_context_weight": 0.6}),
+):
+    OURS_CONFIGS[f"{_name}-rr-none"] = {
+        "budget": "mid",
+        "max_tokens": 16384,
+        "reranker": "none",
+        "config": _config,
+        "settings": _settings,
+    }
+
+
 def _variant(name: str, **settings: Any) -> None:
     OURS_CONFIGS[name] = {"budget": "mid", "max_tokens": 16384, "settings": settings}
 
@@ -180,7 +212,9 @@ class OursSystem:
     """``shared_core.MemoryEngine`` as one more system: one bank per conversation.
 
     index: ``engine.retain([MemoryItem(text, mentioned_at, metadata={"dia_id"...},
-    embedding=<cached MiniLM vector>)], bank=..., progress=False)``; search:
+    embedding=<cached MiniLM vector>, document_id=<session>)], bank=..., progress=False)``, the
+    turns in conversation order, one document per session (what conversation context at retain
+    reads: the turn before, in the same session); search:
     ``engine.recall(question, bank=..., query_timestamp=<last session + 1 day>, budget=...,
     max_tokens=...)`` → ``[m.metadata["dia_id"] for m in result.memories]``. Retained memories
     are deleted (by id) and the engine closed at the end.
@@ -194,6 +228,7 @@ class OursSystem:
         self.config_name = config_name
         self.params = dict(OURS_CONFIGS[config_name])
         settings = self.params.pop("settings", {})
+        config = self.params.pop("config", {})
         self.cache = cache
         self.item_cls = item_cls
         # A fresh embedded server per run: results must not depend on what an earlier (or
@@ -202,7 +237,12 @@ class OursSystem:
         # Run as root, the server's unprivileged user must traverse our 0700 temp dir (the
         # server never loosens a directory it did not create).
         self._data_root.chmod(0o711)
-        self.engine = engine_cls(data_dir=self._data_root / "pgdata")
+        engine_kwargs: dict[str, Any] = {}
+        if config:
+            from shared_core.config import EngineConfig
+
+            engine_kwargs["config"] = EngineConfig(**config)
+        self.engine = engine_cls(data_dir=self._data_root / "pgdata", **engine_kwargs)
         if settings:
             self.engine.recall_settings = dataclasses.replace(self.engine.recall_settings, **settings)
         self.run_id = uuid.uuid4().hex[:8]
@@ -218,6 +258,7 @@ class OursSystem:
                 mentioned_at=t.mentioned_at,  # naive: the engine takes it as UTC
                 metadata={"dia_id": t.dia_id, "session": t.session, "speaker": t.speaker},
                 embedding=self.cache.get(t.text) if self.cache is not None else None,
+                document_id=f"session-{t.session}",
             )
             for t in turns
         ]

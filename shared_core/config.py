@@ -37,6 +37,12 @@ DEFAULT_SEMANTIC_LINK_MIN_SIMILARITY: Final = 0.7
 DEFAULT_SEMANTIC_LINK_TOP_K: Final = 20
 DEFAULT_TEMPORAL_LINK_TOP_K: Final = 20
 DEFAULT_TEMPORAL_LINK_FLOOR: Final = 0.3
+# Conversation context at retain (issue 11.4): a memory of a document is indexed with a bounded
+# snippet of the memory before it in that document, for the keyword and semantic arms; its own
+# text stays what recall returns and what the token budget counts. See retain/context.py.
+DEFAULT_RETAIN_CONTEXT: Final = "previous"
+DEFAULT_CONTEXT_TOKENS: Final = 48
+DEFAULT_CONTEXT_VECTOR_WEIGHT: Final = 0.5
 
 # --- recall -------------------------------------------------------------------------------------
 DEFAULT_MAX_TOKENS: Final = 4096
@@ -97,6 +103,9 @@ DEFAULT_KEYWORD_BANK_MIN_ROWS: Final = 0
 DEFAULT_KEYWORD_RANKING: Final = "bm25"
 DEFAULT_BM25_K1: Final = 1.2
 DEFAULT_BM25_B: Final = 0.75
+# What an occurrence in a memory's neighbour context (search_vector weight 'D', see
+# retain/neighbours.py) counts for in BM25's tf, against 1 for the memory's own words.
+DEFAULT_BM25_CONTEXT_WEIGHT: Final = 0.3
 DEFAULT_TEMPORAL_MIN_SIMILARITY: Final = 0.1
 DEFAULT_TEMPORAL_ENTRY_POOL: Final = 60
 DEFAULT_TEMPORAL_ENTRY_POINTS: Final = 10
@@ -146,6 +155,7 @@ from typing import TYPE_CHECKING  # noqa: E402
 
 if TYPE_CHECKING:
     from shared_core.recall.settings import RecallSettings
+    from shared_core.retain.neighbours import ContextMode
 
 
 def _default_recall_settings() -> RecallSettings:
@@ -185,6 +195,9 @@ class EngineConfig:
     semantic_link_top_k: int = DEFAULT_SEMANTIC_LINK_TOP_K
     temporal_link_top_k: int = DEFAULT_TEMPORAL_LINK_TOP_K
     causal_cue_links: bool = False
+    retain_context: ContextMode = DEFAULT_RETAIN_CONTEXT
+    context_tokens: int = DEFAULT_CONTEXT_TOKENS
+    context_vector_weight: float = DEFAULT_CONTEXT_VECTOR_WEIGHT
     hnsw_ef_search: int = DEFAULT_HNSW_EF_SEARCH
     hnsw_max_scan_tuples: int = DEFAULT_HNSW_MAX_SCAN_TUPLES
     freeze_gc_after_load: bool = DEFAULT_FREEZE_GC_AFTER_LOAD
@@ -201,8 +214,25 @@ class EngineConfig:
             raise ConfigurationError(
                 f"connect_timeout must be a positive number of seconds, got {self.connect_timeout!r}"
             )
+        _check_context(self)
         # The keyword arm must parse queries with the configuration retain indexed with.
         if self.recall.ts_config != self.ts_config:
             import dataclasses
 
             object.__setattr__(self, "recall", dataclasses.replace(self.recall, ts_config=self.ts_config))
+
+
+def _check_context(config: EngineConfig) -> None:
+    from shared_core.errors import ConfigurationError
+    from shared_core.retain.neighbours import CONTEXT_MODES
+
+    if config.retain_context not in CONTEXT_MODES:
+        raise ConfigurationError(
+            f"retain_context must be one of {list(CONTEXT_MODES)}, got {config.retain_context!r}"
+        )
+    tokens = config.context_tokens
+    if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
+        raise ConfigurationError(f"context_tokens must be an integer >= 0, got {tokens!r}")
+    weight = config.context_vector_weight
+    if isinstance(weight, bool) or not isinstance(weight, int | float) or not 0 <= weight < float("inf"):
+        raise ConfigurationError(f"context_vector_weight must be a finite number >= 0, got {weight!r}")

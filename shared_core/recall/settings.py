@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from shared_core.config import (
     DEFAULT_ARM_WEIGHTS,
     DEFAULT_BM25_B,
+    DEFAULT_BM25_CONTEXT_WEIGHT,
     DEFAULT_BM25_K1,
     DEFAULT_CALIBRATED_MODELS,
     DEFAULT_CROSS_ENCODER_ARM_WEIGHTS,
@@ -110,6 +111,7 @@ class RecallSettings:
     keyword_bank_min_rows: int = DEFAULT_KEYWORD_BANK_MIN_ROWS
     bm25_k1: float = DEFAULT_BM25_K1
     bm25_b: float = DEFAULT_BM25_B
+    bm25_context_weight: float = DEFAULT_BM25_CONTEXT_WEIGHT
     temporal_min_similarity: float = DEFAULT_TEMPORAL_MIN_SIMILARITY
     temporal_entry_pool: int = DEFAULT_TEMPORAL_ENTRY_POOL
     temporal_entry_points: int = DEFAULT_TEMPORAL_ENTRY_POINTS
@@ -182,4 +184,8 @@ class RecallSettings:
         if self.bm25_k1 < 0 or not 0 <= self.bm25_b <= 1:
             raise ConfigurationError(
                 f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={self.bm25_k1!r}, b={self.bm25_b!r}"
+            )
+        if not 0 <= self.bm25_context_weight <= 1:
+            raise ConfigurationError(
+                f"bm25_context_weight must be in [0, 1], got {self.bm25_context_weight!r}"
             )

@@ -9,6 +9,7 @@ connection is taken.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from shared_core.config import DEFAULT_TEMPORAL_LINK_FLOOR, EngineConfig
 from shared_core.errors import InvalidItemError
 from shared_core.models import Models
 from shared_core.retain.extract import extract
+from shared_core.retain.neighbours import context_vectors, index_contexts, unit_predecessors
 from shared_core.retain.plan import RetainRequest, merge_vectors, retain_plan
 from shared_core.retain.prepare import coerce_items, materialise_items, prepare_units
 from shared_core.retain.progress import RetainProgress
@@ -121,9 +123,22 @@ def prepare_retain(
         window_tokens=cfg.sentence_window_tokens,
         counter=models.token_counter,
     )
+    previous = unit_predecessors(units) if cfg.retain_context != "none" else [None] * len(units)
+    contexts = index_contexts(
+        [u.text for u in units],
+        previous,
+        mode=cfg.retain_context,
+        max_tokens=cfg.context_tokens,
+        counter=models.token_counter,
+    )
+    units = [
+        u if c is None else dataclasses.replace(u, index_context=c)
+        for u, c in zip(units, contexts, strict=True)
+    ]
     bar = bar if bar is not None else RetainProgress(False)
     bar.start(len(units))
-    vectors = merge_vectors(validated, units, lambda texts: embed(ctx, texts, bar))
+    own_vectors = merge_vectors(validated, units, lambda texts: embed(ctx, texts, bar))
+    vectors = context_vectors(own_vectors, previous, cfg.context_vector_weight)
     bar.stage("extracting", done=1)
     extraction = extract(
         units,
@@ -152,6 +167,7 @@ def prepare_retain(
         temporal_link_k=cfg.temporal_link_top_k,
         temporal_link_floor=DEFAULT_TEMPORAL_LINK_FLOOR,
         cue_links=cfg.causal_cue_links,
+        own_vectors=own_vectors,
     )
     return request, vectors
 

@@ -50,28 +50,31 @@ CREATE TEMP TABLE IF NOT EXISTS retain_stage (
     id uuid, text text, context text, embedding vector, fact_type text,
     occurred_start timestamptz, occurred_end timestamptz, mentioned_at timestamptz,
     date_grain text, tags text[], metadata jsonb, proof_count integer, document_id text,
-    chunk_id text, signals text, cjk text
+    chunk_id text, signals text, cjk text, index_context text
 ) ON COMMIT DROP"""
 
 COPY_STAGE = """
 COPY retain_stage (id, text, context, embedding, fact_type, occurred_start, occurred_end,
-    mentioned_at, date_grain, tags, metadata, proof_count, document_id, chunk_id, signals, cjk)
+    mentioned_at, date_grain, tags, metadata, proof_count, document_id, chunk_id, signals, cjk,
+    index_context)
 FROM STDIN"""
 
 # The keyword document: text, context and signals (entity names, readable dates) weighted A/B/C
 # in the configured text-search config, plus CJK bigrams under 'simple' (no stemming, no
-# segmentation) so Chinese and Japanese queries can match.
+# segmentation) so Chinese and Japanese queries can match; the neighbour context (the memory
+# before it in its document, retain/neighbours.py) at 'D', which BM25 counts at a discount.
 INSERT_UNITS = """
 INSERT INTO memory_units (bank_id, id, text, context, embedding, fact_type, occurred_start,
     occurred_end, mentioned_at, date_grain, tags, metadata, proof_count, document_id, chunk_id,
-    search_vector, created_at, updated_at)
+    index_context, search_vector, created_at, updated_at)
 SELECT %(bank)s, s.id, s.text, s.context, s.embedding, s.fact_type, s.occurred_start,
     s.occurred_end, s.mentioned_at, s.date_grain, s.tags, s.metadata, s.proof_count,
-    s.document_id, s.chunk_id,
+    s.document_id, s.chunk_id, s.index_context,
     setweight(to_tsvector(%(ts_config)s::regconfig, s.text), 'A')
       || setweight(to_tsvector(%(ts_config)s::regconfig, coalesce(s.context, '')), 'B')
       || setweight(to_tsvector(%(ts_config)s::regconfig, coalesce(s.signals, '')), 'C')
-      || setweight(to_tsvector('simple', coalesce(s.cjk, '')), 'A'),
+      || setweight(to_tsvector('simple', coalesce(s.cjk, '')), 'A')
+      || setweight(to_tsvector(%(ts_config)s::regconfig, coalesce(s.index_context, '')), 'D'),
     %(now)s, %(now)s
 FROM retain_stage s"""
 
@@ -97,6 +100,9 @@ class RetainRequest:
     temporal_link_k: int
     temporal_link_floor: float
     cue_links: bool = False
+    own_vectors: npt.NDArray[np.float32] | None = None
+    """The units' own vectors, when the stored ones carry conversation context
+    (retain/neighbours.py): links are about what a memory itself says."""
 
 
 def _check_dimension(request: RetainRequest, row: dict[str, object], dimension: int) -> None:
@@ -203,6 +209,7 @@ def retain_plan(request: RetainRequest, vectors: npt.NDArray[np.float32]) -> Pla
                 u.chunk_id,
                 request.signals[i],
                 request.cjk[i],
+                u.index_context,
             )
             for i, u in enumerate(units)
         ],
@@ -222,7 +229,7 @@ def retain_plan(request: RetainRequest, vectors: npt.NDArray[np.float32]) -> Pla
         request.bank,
         request.items,
         units,
-        vectors,
+        vectors if request.own_vectors is None else request.own_vectors,
         semantic_min=request.semantic_link_min,
         semantic_k=request.semantic_link_k,
         temporal_k=request.temporal_link_k,

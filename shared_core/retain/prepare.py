@@ -94,6 +94,9 @@ class PreparedUnit:
     proof_count: int
     document_id: str | None
     chunk_id: str | None
+    index_context: str | None = None
+    """Neighbour context indexed with the unit (keyword and semantic arms), never returned:
+    see :mod:`shared_core.retain.neighbours`."""
 
 
 def _json_default(value: Any) -> Any:

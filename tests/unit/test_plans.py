@@ -193,7 +193,7 @@ def test_retain_flow_writes_everything_in_one_plan() -> None:
     assert len(ids) == 2 and ids[0] < ids[1]
     statements = [statement_text(op) for op in ops if isinstance(op, Query)]
     assert any("INSERT INTO banks" in s for s in statements)
-    stage = next(op for op in ops if type(op).__name__ == "Copy" and op.rows and len(op.rows[0]) == 16)
+    stage = next(op for op in ops if type(op).__name__ == "Copy" and op.rows and len(op.rows[0]) == 17)
     assert [row[1] for row in stage.rows] == ["Alice works at Google.", "Bob skis."]
     assert np.allclose(np.linalg.norm(stage.rows[0][3]), 1.0)
 

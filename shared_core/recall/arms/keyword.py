@@ -122,14 +122,18 @@ klex AS MATERIALIZED (
 
 _FULLTEXT_SCORE = sql.SQL("ts_rank_cd(u.search_vector, kq.q, 1)")
 # BM25: Σ idf × tf (k1 + 1) / (tf + k1 (1 - b + b dl / avgdl)); tf = positions of the lexeme
-# in the memory (text, context and entity/date signals alike), dl = distinct lexemes of the
-# memory, avgdl its bank average (bank_stats).
+# in the memory (text, context and entity/date signals alike; a position in the neighbour
+# context, weight 'D', counts bm25_context_weight), dl = distinct lexemes of the memory, avgdl
+# its bank average (bank_stats).
 _BM25_SCORE = sql.SQL("""(
         SELECT coalesce(sum(kl.idf[array_position(kl.lex, x.lexeme)] * x.tf * (%(bm25_k1)s + 1)
                             / (x.tf + %(bm25_k1)s * (1 - %(bm25_b)s + %(bm25_b)s
                                   * length(u.search_vector) / kl.avgdl))), 0)
-        FROM (SELECT v.lexeme, coalesce(array_length(v.positions, 1), 1) AS tf
-              FROM unnest(u.search_vector) v WHERE v.lexeme = ANY(kl.lex)) x)""")
+        FROM (SELECT v.lexeme,
+                     coalesce((SELECT sum(CASE WHEN w = 'D' THEN %(bm25_context_weight)s ELSE 1 END)
+                               FROM unnest(v.weights) w), 1) AS tf
+              FROM unnest(u.search_vector) v WHERE v.lexeme = ANY(kl.lex)) x
+        WHERE x.tf > 0)""")
 _FULLTEXT_FROM = sql.SQL("")
 _BM25_FROM = sql.SQL(", klex kl")
 
@@ -176,6 +180,7 @@ def keyword_params(q: ArmQuery, n: int) -> dict[str, Any]:
         bank_min_rows=s.keyword_bank_min_rows,
         bm25_k1=s.bm25_k1,
         bm25_b=s.bm25_b,
+        bm25_context_weight=s.bm25_context_weight,
     )
 
 
