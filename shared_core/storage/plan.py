@@ -30,8 +30,9 @@ Statement: TypeAlias = "LiteralString | sql.SQL | sql.Composed"
 @dataclass(frozen=True, slots=True)
 class Query:
     """Run one statement. The plan receives a list of rows (``fetch="all"``), one row or
-    ``None`` (``"one"``), or the affected row count (``"none"``). Rows are dicts, or instances
-    of ``row_type`` (built from the columns by name, psycopg's ``class_row``).
+    ``None`` (``"one"``), or the affected row count (``"none"``). Rows are dicts, or what
+    ``row_type`` makes of the columns passed by name (psycopg's ``kwargs_row``): a frozen row
+    dataclass beside the statement, wherever the code reads fields by name.
 
     ``timeout_ms`` bounds the statement (``SET LOCAL statement_timeout``); on timeout the runner
     throws ``psycopg.errors.QueryCanceled`` into the plan, which may recover. ``settings`` are
@@ -44,7 +45,7 @@ class Query:
     fetch: Literal["all", "one", "none"] = "all"
     timeout_ms: int | None = None
     settings: Mapping[str, str] = field(default_factory=dict)
-    row_type: type[Any] | None = None
+    row_type: Callable[..., Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import psycopg
 from psycopg import sql
-from psycopg.rows import RowFactory, class_row, dict_row
+from psycopg.rows import RowFactory, dict_row, kwargs_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from shared_core.storage.plan import Compute, Concurrently, Copy, Plan, Query
@@ -33,7 +33,7 @@ def _setting_statements(query: Query) -> list[sql.Composed]:
 
 
 def _row_factory(query: Query) -> RowFactory[Any]:
-    return class_row(query.row_type) if query.row_type is not None else dict_row
+    return kwargs_row(query.row_type) if query.row_type is not None else dict_row
 
 
 def _shape(cur: psycopg.Cursor[Any] | psycopg.AsyncCursor[Any], query: Query, rows: list[Any] | None) -> Any:
