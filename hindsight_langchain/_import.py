@@ -38,6 +38,7 @@ from shared_core.engine import AsyncMemoryEngine, MemoryEngine
 from shared_core.errors import ConfigurationError
 from shared_core.integrations import resolve_engine
 from shared_core.server import normalise_dsn
+from shared_core.storage.plan import Statement
 from shared_core.types import MemoryItem, check_bank
 
 __all__ = ["aimport_pgvector_collection", "import_pgvector_collection"]
@@ -99,7 +100,7 @@ class _Source:
     label: str
     count: sql.Composed
     page: sql.Composed
-    params: dict[str, Any]
+    params: Mapping[str, Any]
     extra_columns: tuple[str, ...]
 
 
@@ -300,10 +301,11 @@ def _source_from(
 
 @dataclass(frozen=True, slots=True)
 class _Fetch:
-    """Run one statement on the source connection; the plan receives all rows."""
+    """Run one statement on the source connection; the plan receives all rows, as tuples (a
+    page's columns depend on the source table, so they are read by position)."""
 
-    statement: Any
-    params: Any = None
+    statement: Statement
+    params: Mapping[str, Any] | Sequence[Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -368,7 +370,8 @@ def _run_sync(dsn: str, engine: MemoryEngine, plan: _ImportPlan, bank: str) -> l
             try:
                 op = plan.send(value)
             except StopIteration as stop:
-                return stop.value  # type: ignore[no-any-return]
+                ids: list[str] = stop.value
+                return ids
             if isinstance(op, _Fetch):
                 value = conn.execute(op.statement, op.params).fetchall()
             else:
@@ -383,7 +386,8 @@ async def _run_async(dsn: str, engine: MemoryEngine, plan: _ImportPlan, bank: st
                 try:
                     op = plan.send(value)
                 except StopIteration as stop:
-                    return stop.value  # type: ignore[no-any-return]
+                    ids: list[str] = stop.value
+                    return ids
                 if isinstance(op, _Fetch):
                     value = await (await conn.execute(op.statement, op.params)).fetchall()
                 else:

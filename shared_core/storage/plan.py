@@ -6,9 +6,12 @@ connection or a thread. :mod:`shared_core.storage.runner` executes the same plan
 pool or an async pool, which is how ``MemoryEngine`` and its async twin share one
 implementation (the habit psycopg itself uses for its I/O-free generators).
 
+>>> @dataclass(frozen=True, slots=True, kw_only=True)
+... class CountRow:
+...     n: int
 >>> def count_units(bank: str) -> Plan[int]:
-...     rows = yield Query(COUNT_SQL, {"bank": bank})
-...     return int(rows[0]["n"])
+...     row = yield Query(COUNT_SQL, {"bank": bank}, fetch="one", row_type=CountRow)
+...     return row.n
 """
 
 from __future__ import annotations
@@ -24,7 +27,9 @@ __all__ = ["Compute", "Concurrently", "Copy", "Operation", "Plan", "Query", "Sta
 T = TypeVar("T")
 Statement: TypeAlias = "LiteralString | sql.SQL | sql.Composed"
 """SQL text written in the code (a literal: never built from values), or composed with
-:mod:`psycopg.sql`. Values always travel as parameters."""
+:mod:`psycopg.sql`. Values always travel as parameters. Of the ``sql.Composable`` kinds only
+``SQL`` and ``Composed`` are statements (a lone ``Identifier`` or ``Literal`` is not), which is
+exactly what psycopg's ``execute`` accepts besides a literal."""
 
 
 @dataclass(frozen=True, slots=True)

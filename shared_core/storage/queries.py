@@ -38,6 +38,7 @@ WHERE u.bank_id = %(bank)s AND u.id = %(id)s"""
 DELETE_UNITS = """
 DELETE FROM memory_units WHERE bank_id = %(bank)s AND id = ANY(%(ids)s)"""
 
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CountRow:
     """A ``SELECT count(*) AS n`` row."""

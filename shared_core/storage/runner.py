@@ -97,7 +97,8 @@ def run_sync(pool: ConnectionPool[Any], plan: Plan[T], *, executor: ThreadPoolEx
                     raise failed from None
                 if conn is not None:
                     conn.commit()
-                return stop.value  # type: ignore[no-any-return]
+                result: T = stop.value
+                return result
             if failed is not None:  # the plan went on after a failed statement: never run more
                 raise failed
             error = None
@@ -184,7 +185,8 @@ async def run_async(pool: AsyncConnectionPool[Any], plan: Plan[T]) -> T:
                     raise failed from None
                 if conn is not None:
                     await conn.commit()
-                return stop.value  # type: ignore[no-any-return]
+                result: T = stop.value
+                return result
             if failed is not None:  # the plan went on after a failed statement: never run more
                 raise failed
             error = None
