@@ -27,7 +27,7 @@ import uuid
 import warnings
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 import psycopg
 from langchain_core.documents import Document
@@ -45,7 +45,17 @@ __all__ = ["aimport_pgvector_collection", "import_pgvector_collection"]
 
 _COLLECTION_TABLE = "langchain_pg_collection"
 _EMBEDDING_TABLE = "langchain_pg_embedding"
-_NewKwargs = dict[str, Any]  # PGVectorStore column options
+
+
+class _NewKwargs(TypedDict):
+    """``PGVectorStore``'s column options, as the import functions take them."""
+
+    id_column: str
+    content_column: str
+    embedding_column: str
+    metadata_json_column: str | None
+    metadata_columns: Sequence[str] | None
+
 
 _COLUMNS_QUERY = """
 SELECT a.attname, t.typname
