@@ -37,6 +37,8 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from shared_core.text import MONTH_NAMES
+
 REAL_LIMIT = 10_000
 DIMENSION = 384
 START = dt.datetime(2023, 1, 1, tzinfo=dt.UTC)
@@ -162,20 +164,7 @@ _FEELINGS = [
     "surprisingly calm",
 ]
 _TAGS = ["work", "family", "travel", "health", "hobby", "friends", "pets", "money", "study"]
-_MONTHS = [
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-]
+_MONTHS = MONTH_NAMES
 _FACT_TYPES = ("world", "experience", "observation")
 _FACT_CUTS = (0.70, 0.95)  # 70% world, 25% experience, 5% observation
 _MENTIONS = (1, 1, 1, 1, 2, 2, 2, 3)

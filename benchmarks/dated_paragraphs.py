@@ -50,6 +50,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _locomo import Conversation, Question, QuestionResult, Turn
 
+from shared_core.text import MONTH_NAMES
+
 __all__ = ["CATEGORIES", "DATASETS", "build_dataset"]
 
 SEED = 20261130
@@ -371,20 +373,7 @@ _TOPICS = (
     "semiconductor lasers",
 )
 _SEASONS = {"spring": (3, 5), "summer": (6, 8), "autumn": (9, 11)}
-_MONTHS = (
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-)
+_MONTHS = MONTH_NAMES
 _NUMBER_WORDS = ("two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve")
 _FILLER = (
     "Contemporary accounts describe {pron} as meticulous and reserved.",

@@ -27,7 +27,7 @@ import uuid
 import warnings
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 import psycopg
 from langchain_core.documents import Document
@@ -38,13 +38,24 @@ from shared_core.engine import AsyncMemoryEngine, MemoryEngine
 from shared_core.errors import ConfigurationError
 from shared_core.integrations import resolve_engine
 from shared_core.server import normalise_dsn
+from shared_core.storage.plan import Statement
 from shared_core.types import MemoryItem, check_bank
 
 __all__ = ["aimport_pgvector_collection", "import_pgvector_collection"]
 
 _COLLECTION_TABLE = "langchain_pg_collection"
 _EMBEDDING_TABLE = "langchain_pg_embedding"
-_NewKwargs = dict[str, Any]  # PGVectorStore column options
+
+
+class _NewKwargs(TypedDict):
+    """``PGVectorStore``'s column options, as the import functions take them."""
+
+    id_column: str
+    content_column: str
+    embedding_column: str
+    metadata_json_column: str | None
+    metadata_columns: Sequence[str] | None
+
 
 _COLUMNS_QUERY = """
 SELECT a.attname, t.typname
@@ -99,7 +110,7 @@ class _Source:
     label: str
     count: sql.Composed
     page: sql.Composed
-    params: dict[str, Any]
+    params: Mapping[str, Any]
     extra_columns: tuple[str, ...]
 
 
@@ -300,10 +311,11 @@ def _source_from(
 
 @dataclass(frozen=True, slots=True)
 class _Fetch:
-    """Run one statement on the source connection; the plan receives all rows."""
+    """Run one statement on the source connection; the plan receives all rows, as tuples (a
+    page's columns depend on the source table, so they are read by position)."""
 
-    statement: Any
-    params: Any = None
+    statement: Statement
+    params: Mapping[str, Any] | Sequence[Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -368,7 +380,8 @@ def _run_sync(dsn: str, engine: MemoryEngine, plan: _ImportPlan, bank: str) -> l
             try:
                 op = plan.send(value)
             except StopIteration as stop:
-                return stop.value  # type: ignore[no-any-return]
+                ids: list[str] = stop.value
+                return ids
             if isinstance(op, _Fetch):
                 value = conn.execute(op.statement, op.params).fetchall()
             else:
@@ -383,7 +396,8 @@ async def _run_async(dsn: str, engine: MemoryEngine, plan: _ImportPlan, bank: st
                 try:
                     op = plan.send(value)
                 except StopIteration as stop:
-                    return stop.value  # type: ignore[no-any-return]
+                    ids: list[str] = stop.value
+                    return ids
                 if isinstance(op, _Fetch):
                     value = await (await conn.execute(op.statement, op.params)).fetchall()
                 else:

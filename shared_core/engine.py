@@ -21,7 +21,6 @@ import math
 import warnings
 import weakref
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -32,7 +31,7 @@ from typing_extensions import Unpack
 
 from shared_core.config import DEFAULT_BANK, EngineConfig
 from shared_core.embedding_adapters import as_embedder, wraps_same_model
-from shared_core.errors import ConfigurationError, check_bank_embedder
+from shared_core.errors import ConfigurationError
 from shared_core.models import Models
 from shared_core.protocols import DateParser, Embedder, EntityExtractor, TokenCounter
 from shared_core.recall.options import RecallKwargs, RecallOptions, RerankerSpec
@@ -47,8 +46,8 @@ from shared_core.storage.dimensions import ensure_dimension
 from shared_core.storage.documents import StoredDocument
 from shared_core.storage.plan import Plan
 from shared_core.storage.pools import Pools
-from shared_core.storage.stream import MemoryStream, bank_plan
-from shared_core.types import MemoryRecord, RecallResult, check_bank
+from shared_core.storage.stream import MemoryStream
+from shared_core.types import BankInfo, BankStats, MemoryRecord, RecallResult, check_bank
 
 if TYPE_CHECKING:
     from shared_core.extraction.facts import FactExtractor
@@ -56,30 +55,6 @@ if TYPE_CHECKING:
 __all__ = ["AsyncMemoryEngine", "BankInfo", "BankStats", "MemoryEngine", "check_bank"]
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class BankInfo:
-    """A memory bank and the embedding model it was created with."""
-
-    bank: str
-    embedding_model: str
-    embedding_dimension: int
-    created_at: _dt.datetime
-    memory_count: int
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class BankStats:
-    """Row counts of one bank."""
-
-    bank: str
-    memories: int
-    memories_by_type: dict[str, int] = field(default_factory=dict)
-    documents: int = 0
-    chunks: int = 0
-    entities: int = 0
-    links_by_type: dict[str, int] = field(default_factory=dict)
 
 
 def _checked_dsn(dsn: str) -> str:
@@ -433,16 +408,9 @@ class MemoryEngine:
         # A bank written by another model (or dimension) raises, naming both, instead of
         # ranking by noise (or finding nothing); checked once per bank and engine.
         if opts.bank not in self._checked_banks:
-            row = yield from bank_plan(opts.bank)
+            row = yield from queries.bank_embedder_plan(opts.bank)
             if row is not None:
-                embedder = self.embedder
-                check_bank_embedder(
-                    opts.bank,
-                    row["embedding_model"],
-                    row["embedding_dimension"],
-                    embedder.model_name,
-                    embedder.dimension,
-                )
+                row.check(opts.bank, self.embedder.model_name, self.embedder.dimension)
                 self._checked_banks.add(opts.bank)
         result: RecallResult = yield from recall_plan(context, query, opts)
         return result
@@ -501,11 +469,11 @@ class MemoryEngine:
 
     def banks(self) -> list[BankInfo]:
         """Every bank in the database."""
-        return [BankInfo(**row) for row in self._pools.run_read(queries.banks_plan)]
+        return self._pools.run_read(queries.banks_plan)
 
     async def abanks(self) -> list[BankInfo]:
         """Async twin of :meth:`banks`."""
-        return [BankInfo(**row) for row in await self._pools.arun_read(queries.banks_plan)]
+        return await self._pools.arun_read(queries.banks_plan)
 
     def stream(self, bank: str | None = None) -> MemoryStream:
         """The memory stream of ``bank`` (its memories in the order added, with access times;
@@ -518,12 +486,12 @@ class MemoryEngine:
     def stats(self, bank: str = DEFAULT_BANK) -> BankStats:
         """Row counts for ``bank`` (zeros for a bank that does not exist)."""
         bank = check_bank(bank)
-        return BankStats(**self._pools.run_read(lambda: queries.stats_plan(bank)))
+        return self._pools.run_read(lambda: queries.stats_plan(bank))
 
     async def astats(self, bank: str = DEFAULT_BANK) -> BankStats:
         """Async twin of :meth:`stats`."""
         bank = check_bank(bank)
-        return BankStats(**await self._pools.arun_read(lambda: queries.stats_plan(bank)))
+        return await self._pools.arun_read(lambda: queries.stats_plan(bank))
 
 
 class AsyncMemoryEngine:

@@ -246,9 +246,7 @@ def _check_reachable(target: Path, account: _Account, what: str) -> None:
 
 def _pg(account: _Account, program: str, *args: str, cwd: Path | None = None) -> None:
     command = [str(embedded_bin_dir() / program), *args]
-    kwargs: dict[str, object] = {}
-    if account.name is not None:
-        kwargs = {"user": account.uid, "group": account.gid, "extra_groups": []}
+    switch = account.name is not None  # root runs the server as its service account
     try:
         subprocess.run(
             command,
@@ -257,8 +255,10 @@ def _pg(account: _Account, program: str, *args: str, cwd: Path | None = None) ->
             text=True,
             cwd=cwd,
             timeout=_START_TIMEOUT_S * 2,
-            **kwargs,
-        )  # type: ignore[call-overload]
+            user=account.uid if switch else None,
+            group=account.gid if switch else None,
+            extra_groups=[] if switch else None,
+        )
     except subprocess.CalledProcessError as exc:
         detail = (exc.stderr or exc.stdout or "").strip().splitlines()[-3:]
         raise ConfigurationError(f"embedded server: {program} failed: {' '.join(detail)}") from exc

@@ -4,10 +4,28 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from typing import Final
 
 from shared_core.types import TimeWindow
 
-__all__ = ["cjk_bigrams", "date_renderings", "has_cjk", "split_sentences"]
+__all__ = ["MONTH_NAMES", "cjk_bigrams", "date_renderings", "has_cjk", "split_sentences"]
+
+MONTH_NAMES: Final = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
+"""English month names, January first. ``%B`` follows the process locale; what is indexed
+and what a model reads must not change with it."""
 
 # Han, Hiragana, Katakana, Hangul: scripts that Postgres' parsers cannot segment into words.
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+")
@@ -49,11 +67,11 @@ def date_renderings(window: TimeWindow | None, grain: str | None) -> list[str]:
     start, end = window.start, window.end
     out: list[str] = []
     if grain in (None, "second", "minute", "hour", "day"):
-        out.append(f"{start:%B} {start.day} {start.year}")
+        out.append(f"{MONTH_NAMES[start.month - 1]} {start.day} {start.year}")
     if grain not in ("year", "decade"):
-        out.append(f"{start:%B} {start.year}")
+        out.append(f"{MONTH_NAMES[start.month - 1]} {start.year}")
         if (end.year, end.month) != (start.year, start.month):
-            out.append(f"{end:%B} {end.year}")
+            out.append(f"{MONTH_NAMES[end.month - 1]} {end.year}")
     out.append(str(start.year))
     if end.year != start.year:
         out.append(str(end.year))

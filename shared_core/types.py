@@ -19,6 +19,8 @@ __all__ = [
     "FACT_TYPES",
     "LINK_TYPES",
     "ArmName",
+    "BankInfo",
+    "BankStats",
     "DateGrain",
     "DateMention",
     "EntityMention",
@@ -163,6 +165,30 @@ class MemoryItem:
     def __repr__(self) -> str:
         text = self.text if len(self.text) <= 60 else self.text[:57] + "..."
         return f"MemoryItem(text={text!r}, fact_type={self.fact_type!r}, ...)"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BankInfo:
+    """A memory bank and the embedding model it was created with."""
+
+    bank: str
+    embedding_model: str
+    embedding_dimension: int
+    created_at: _dt.datetime
+    memory_count: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BankStats:
+    """Row counts of one bank."""
+
+    bank: str
+    memories: int
+    memories_by_type: dict[str, int] = field(default_factory=dict)
+    documents: int = 0
+    chunks: int = 0
+    entities: int = 0
+    links_by_type: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

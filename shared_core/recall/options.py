@@ -122,7 +122,10 @@ def _window(value: object) -> TimeWindow:
 
 
 def _strings(name: str, value: object) -> Sequence[str] | str:
-    if isinstance(value, str):
+    if isinstance(value, str):  # one string is one value: checked like a list's items
+        problem = text_problem(value)
+        if problem is not None:
+            raise InvalidOptionError(name, problem)
         return value
     if not isinstance(value, Iterable) or isinstance(value, bytes | Mapping):
         raise InvalidOptionError(name, f"must be a list of strings, got {type(value).__name__}")

@@ -40,6 +40,7 @@ import numpy as np
 
 from shared_core.config import DEFAULT_CROSS_ENCODER, DEFAULT_RERANK_BATCH_SIZE
 from shared_core.protocols import PairScorer
+from shared_core.text import MONTH_NAMES
 from shared_core.types import as_utc
 
 __all__ = [
@@ -73,22 +74,6 @@ _DEFAULT_SPEC: Final = "default"
 # Passthrough scores span [PASSTHROUGH_MIN, 1.0] from the first to the last RRF rank.
 _PASSTHROUGH_MIN: Final = 0.1
 
-# %B is locale-dependent; the document prefix must not change with the user's locale.
-_MONTHS: Final = (
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-)
-
 
 class RerankerFallbackWarning(UserWarning):
     """Kept for imports: the fallback is now reported on the ``shared_core.recall.rerank``
@@ -108,7 +93,7 @@ def format_document(text: str, context: str | None, occurred_start: _dt.datetime
     if occurred_start is not None:
         when = as_utc(occurred_start)
         parts.append(
-            f"[Date: {_MONTHS[when.month - 1]} {when.day:02d}, {when.year} ({when.date().isoformat()})] "
+            f"[Date: {MONTH_NAMES[when.month - 1]} {when.day:02d}, {when.year} ({when.date().isoformat()})] "
         )
     if context:
         parts.append(f"{context}: ")

@@ -22,6 +22,7 @@ import re
 import uuid
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -129,6 +130,29 @@ SELECT r::text AS id FROM unnest(%(ids)s::uuid[]) AS r
 WHERE NOT EXISTS (SELECT 1 FROM memory_units u WHERE u.bank_id = %(bank)s AND u.id = r)"""
 
 COPY_LINKS = "COPY memory_links (bank_id, from_id, to_id, link_type, weight) FROM STDIN"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _SemanticNeighbour:
+    """One row of :func:`semantic_neighbours_statement`."""
+
+    from_id: str
+    to_id: str
+    similarity: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _TemporalNeighbour:
+    """One row of :data:`TEMPORAL_NEIGHBOURS`."""
+
+    from_id: str
+    to_id: str
+    hours: float  # numeric in Postgres: a Decimal until read as float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _IdRow:
+    id: str
 
 
 def entity_plan(
@@ -320,9 +344,11 @@ def link_plan(
     uuids = [uuid.UUID(i) for i in ids]
     causal, external = causal_links(items, units)
     if external:
-        missing = yield Query(CHECK_REFERENCED, {"bank": bank, "ids": sorted(set(external))})
+        missing: list[_IdRow] = yield Query(
+            CHECK_REFERENCED, {"bank": bank, "ids": sorted(set(external))}, row_type=_IdRow
+        )
         if missing:
-            bad = missing[0]["id"]
+            bad = missing[0].id
             index, field = next(
                 (i, f)
                 for i, item in enumerate(items)
@@ -342,25 +368,28 @@ def link_plan(
     # planner costs the LATERAL ANN as a sequential scan per new unit (33x slower at 10k
     # units, measured), so the index scan is forced; a bank that was empty has no neighbours.
     older = yield Query(HAS_OLDER_UNITS, {"bank": bank, "ids": uuids}, fetch="one")
-    rows = []
+    stored: list[_SemanticNeighbour] = []
     if older is not None:
-        rows = yield Query(
+        stored = yield Query(
             semantic_neighbours_statement(Dimension(int(vectors.shape[1]))),
             {"bank": bank, "ids": uuids, "k": semantic_k, "min": semantic_min},
             settings={"hnsw.ef_search": "40", "enable_seqscan": "off"},
+            row_type=_SemanticNeighbour,
         )
-    for r in rows:
-        weights[(r["from_id"], r["to_id"], "semantic")] = min(float(r["similarity"]), 1.0)
+    for neighbour in stored:
+        weights[(neighbour.from_id, neighbour.to_id, "semantic")] = min(float(neighbour.similarity), 1.0)
     for source, target, s in batch_semantic_pairs(
         ids, vectors, min_similarity=semantic_min, top_k=semantic_k
     ):
         weights[(source, target, "semantic")] = s
 
     # Temporal: nearest by event date on both sides, the closest temporal_k kept per unit.
-    rows = yield Query(TEMPORAL_NEIGHBOURS, {"bank": bank, "ids": uuids, "k": temporal_k})
+    dated: list[_TemporalNeighbour] = yield Query(
+        TEMPORAL_NEIGHBOURS, {"bank": bank, "ids": uuids, "k": temporal_k}, row_type=_TemporalNeighbour
+    )
     per_source: dict[str, list[tuple[float, str]]] = {}
-    for r in rows:
-        per_source.setdefault(r["from_id"], []).append((float(r["hours"]), r["to_id"]))
+    for when in dated:
+        per_source.setdefault(when.from_id, []).append((float(when.hours), when.to_id))
     for source, near in per_source.items():
         for hours, target in sorted(near)[:temporal_k]:
             weights[(source, target, "temporal")] = max(temporal_floor, 1.0 - hours / 24.0)

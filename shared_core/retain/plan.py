@@ -14,11 +14,12 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from shared_core.errors import InvalidItemError, check_bank_embedder
+from shared_core.errors import InvalidItemError
 from shared_core.retain.links import entity_plan, link_plan
 from shared_core.retain.prepare import PreparedChunk, PreparedUnit
 from shared_core.storage.locks import CLAIM_BANK_STATS
 from shared_core.storage.plan import Copy, Plan, Query
+from shared_core.storage.queries import BANK_EMBEDDER, BankEmbedder
 from shared_core.types import MemoryItem
 
 __all__ = ["RetainRequest", "retain_plan"]
@@ -29,8 +30,7 @@ VALUES (%(bank)s, %(model)s, %(dimension)s)
 ON CONFLICT (bank_id) DO NOTHING"""
 
 # FOR SHARE: a concurrent delete of the bank waits for this retain to land.
-SELECT_BANK = """
-SELECT embedding_model, embedding_dimension FROM banks WHERE bank_id = %(bank)s FOR SHARE"""
+SELECT_BANK = BANK_EMBEDDER + " FOR SHARE"
 
 # Re-retaining a document replaces it: the cascade removes its units, chunks, links and
 # entity mentions in this same transaction.
@@ -105,16 +105,6 @@ class RetainRequest:
     (retain/neighbours.py): links are about what a memory itself says."""
 
 
-def _check_dimension(request: RetainRequest, row: dict[str, object], dimension: int) -> None:
-    check_bank_embedder(
-        request.bank,
-        str(row["embedding_model"]),
-        int(row["embedding_dimension"]),  # type: ignore[call-overload]
-        request.embedding_model,
-        dimension,
-    )
-
-
 def merge_vectors(
     items: Sequence[MemoryItem],
     units: Sequence[PreparedUnit],
@@ -167,9 +157,9 @@ def retain_plan(request: RetainRequest, vectors: npt.NDArray[np.float32]) -> Pla
         {"bank": request.bank, "model": request.embedding_model, "dimension": dimension},
         fetch="none",
     )
-    row = yield Query(SELECT_BANK, {"bank": request.bank}, fetch="one")
+    bank: BankEmbedder = yield Query(SELECT_BANK, {"bank": request.bank}, fetch="one", row_type=BankEmbedder)
     yield Query(CLAIM_BANK_STATS, {"bank": request.bank}, fetch="none")
-    _check_dimension(request, row, dimension)
+    bank.check(request.bank, request.embedding_model, dimension)
 
     document_ids = sorted(
         {u.document_id for u in units if u.document_id is not None}

@@ -19,6 +19,7 @@ import numpy.typing as npt
 from shared_core.errors import ConfigurationError
 from shared_core.storage.locks import LOCK_BANK_STATS
 from shared_core.storage.plan import Plan, Query
+from shared_core.storage.queries import CountRow
 
 __all__ = ["StoredDocument", "delete_documents_plan", "get_documents_plan", "vectors_plan"]
 
@@ -46,6 +47,24 @@ DELETE FROM memory_units WHERE bank_id = %(bank)s AND id = ANY(%(uuids)s::uuid[]
 VECTORS = """
 SELECT id::text AS id, embedding FROM memory_units
 WHERE bank_id = %(bank)s AND id = ANY(%(uuids)s::uuid[])"""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _PassageRow:
+    """One row of :data:`GET_DOCUMENTS`."""
+
+    key: str
+    text: str
+    metadata: Mapping[str, Any]
+    chunk: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _VectorRow:
+    """One row of :data:`VECTORS`."""
+
+    id: str
+    embedding: Any  # pgvector's numpy array (or a list, without the type registered)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -80,17 +99,19 @@ def get_documents_plan(bank: str, ids: Sequence[str]) -> Plan[list[StoredDocumen
     texts, uuids = _ids(ids)
     if not texts:
         return []
-    rows: list[dict[str, Any]] = yield Query(GET_DOCUMENTS, {"bank": bank, "ids": texts, "uuids": uuids})
-    found: dict[str, list[dict[str, Any]]] = {}
+    rows: list[_PassageRow] = yield Query(
+        GET_DOCUMENTS, {"bank": bank, "ids": texts, "uuids": uuids}, row_type=_PassageRow
+    )
+    found: dict[str, list[_PassageRow]] = {}
     for row in rows:
-        found.setdefault(row["key"], []).append(row)
+        found.setdefault(row.key, []).append(row)
     out = []
     for key in dict.fromkeys(texts):
         parts = found.get(key)
         if not parts:
             continue
-        text = parts[0]["chunk"] if parts[0]["chunk"] is not None else " ".join(p["text"] for p in parts)
-        out.append(StoredDocument(id=key, text=text, metadata=parts[0]["metadata"]))
+        text = parts[0].chunk if parts[0].chunk is not None else " ".join(p.text for p in parts)
+        out.append(StoredDocument(id=key, text=text, metadata=parts[0].metadata))
     return out
 
 
@@ -100,8 +121,10 @@ def delete_documents_plan(bank: str, ids: Sequence[str]) -> Plan[int]:
     if not texts:
         return 0
     yield Query(LOCK_BANK_STATS, {"bank": bank}, fetch="none")
-    row = yield Query(DELETE_DOCUMENTS, {"bank": bank, "ids": texts}, fetch="one")
-    count = int(row["n"]) if row else 0
+    row: CountRow | None = yield Query(
+        DELETE_DOCUMENTS, {"bank": bank, "ids": texts}, fetch="one", row_type=CountRow
+    )
+    count = row.n if row else 0
     if uuids:
         count += yield Query(DELETE_MEMORIES, {"bank": bank, "uuids": uuids}, fetch="none")
     return count
@@ -112,5 +135,5 @@ def vectors_plan(bank: str, memory_ids: Sequence[str]) -> Plan[dict[str, npt.NDA
     _, uuids = _ids(memory_ids)
     if not uuids:
         return {}
-    rows: list[dict[str, Any]] = yield Query(VECTORS, {"bank": bank, "uuids": uuids})
-    return {r["id"]: np.asarray(r["embedding"], dtype=np.float32) for r in rows}
+    rows: list[_VectorRow] = yield Query(VECTORS, {"bank": bank, "uuids": uuids}, row_type=_VectorRow)
+    return {r.id: np.asarray(r.embedding, dtype=np.float32) for r in rows}

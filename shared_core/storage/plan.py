@@ -6,9 +6,12 @@ connection or a thread. :mod:`shared_core.storage.runner` executes the same plan
 pool or an async pool, which is how ``MemoryEngine`` and its async twin share one
 implementation (the habit psycopg itself uses for its I/O-free generators).
 
+>>> @dataclass(frozen=True, slots=True, kw_only=True)
+... class CountRow:
+...     n: int
 >>> def count_units(bank: str) -> Plan[int]:
-...     rows = yield Query(COUNT_SQL, {"bank": bank})
-...     return int(rows[0]["n"])
+...     row = yield Query(COUNT_SQL, {"bank": bank}, fetch="one", row_type=CountRow)
+...     return row.n
 """
 
 from __future__ import annotations
@@ -24,14 +27,17 @@ __all__ = ["Compute", "Concurrently", "Copy", "Operation", "Plan", "Query", "Sta
 T = TypeVar("T")
 Statement: TypeAlias = "LiteralString | sql.SQL | sql.Composed"
 """SQL text written in the code (a literal: never built from values), or composed with
-:mod:`psycopg.sql`. Values always travel as parameters."""
+:mod:`psycopg.sql`. Values always travel as parameters. Of the ``sql.Composable`` kinds only
+``SQL`` and ``Composed`` are statements (a lone ``Identifier`` or ``Literal`` is not), which is
+exactly what psycopg's ``execute`` accepts besides a literal."""
 
 
 @dataclass(frozen=True, slots=True)
 class Query:
     """Run one statement. The plan receives a list of rows (``fetch="all"``), one row or
-    ``None`` (``"one"``), or the affected row count (``"none"``). Rows are dicts, or instances
-    of ``row_type`` (built from the columns by name, psycopg's ``class_row``).
+    ``None`` (``"one"``), or the affected row count (``"none"``). Rows are dicts, or what
+    ``row_type`` makes of the columns passed by name (psycopg's ``kwargs_row``): a frozen row
+    dataclass beside the statement, wherever the code reads fields by name.
 
     ``timeout_ms`` bounds the statement (``SET LOCAL statement_timeout``); on timeout the runner
     throws ``psycopg.errors.QueryCanceled`` into the plan, which may recover. ``settings`` are
@@ -44,7 +50,7 @@ class Query:
     fetch: Literal["all", "one", "none"] = "all"
     timeout_ms: int | None = None
     settings: Mapping[str, str] = field(default_factory=dict)
-    row_type: type[Any] | None = None
+    row_type: Callable[..., Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,15 +3,26 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from shared_core.errors import ConfigurationError
+from shared_core.errors import ConfigurationError, check_bank_embedder
 from shared_core.storage.locks import LOCK_BANK_STATS
 from shared_core.storage.plan import Plan, Query
-from shared_core.types import MemoryRecord
+from shared_core.types import BankInfo, BankStats, MemoryRecord
 
-__all__ = ["banks_plan", "delete_plan", "get_plan", "parse_ids", "stats_plan"]
+__all__ = [
+    "BANK_EMBEDDER",
+    "BankEmbedder",
+    "CountRow",
+    "bank_embedder_plan",
+    "banks_plan",
+    "delete_plan",
+    "get_plan",
+    "parse_ids",
+    "stats_plan",
+]
 
 GET_UNIT = """
 SELECT u.id::text AS id, u.bank_id AS bank, u.text, u.context, u.fact_type, u.occurred_start,
@@ -26,6 +37,14 @@ WHERE u.bank_id = %(bank)s AND u.id = %(id)s"""
 
 DELETE_UNITS = """
 DELETE FROM memory_units WHERE bank_id = %(bank)s AND id = ANY(%(ids)s)"""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CountRow:
+    """A ``SELECT count(*) AS n`` row."""
+
+    n: int
+
 
 # Deleting the document cascades to its units, chunks, links and entity mentions.
 COUNT_DOCUMENT_UNITS = """
@@ -51,6 +70,37 @@ SELECT
       GROUP BY link_type) t) AS links_by_type"""
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _StatsRow:
+    """One row of :data:`BANK_STATS`."""
+
+    memories_by_type: Mapping[str, int]
+    documents: int
+    chunks: int
+    entities: int
+    links_by_type: Mapping[str, int]
+
+
+BANK_EMBEDDER = """
+SELECT embedding_model, embedding_dimension FROM banks WHERE bank_id = %(bank)s"""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BankEmbedder:
+    """The embedding model and dimension a bank was created with (a row of
+    :data:`BANK_EMBEDDER`)."""
+
+    embedding_model: str
+    embedding_dimension: int
+
+    def check(self, bank: str, model: str, dimension: int) -> None:
+        """Raise the typed error naming both when ``model`` / ``dimension`` are not the bank's.
+
+        >>> BankEmbedder(embedding_model="m", embedding_dimension=3).check("b", "m", 3)
+        """
+        check_bank_embedder(bank, self.embedding_model, self.embedding_dimension, model, dimension)
+
+
 def parse_ids(ids: Sequence[str]) -> list[uuid.UUID]:
     """Memory ids as UUIDs; a malformed id is a caller error, named."""
     if isinstance(ids, str):
@@ -64,17 +114,18 @@ def parse_ids(ids: Sequence[str]) -> list[uuid.UUID]:
     return out
 
 
+def _record(*, tags: Sequence[str], entities: Sequence[str], **fields: Any) -> MemoryRecord:
+    """A row of :data:`GET_UNIT` as the record ``engine.get`` returns."""
+    return MemoryRecord(tags=tuple(tags), entities=tuple(entities), **fields)
+
+
 def get_plan(bank: str, memory_id: str) -> Plan[MemoryRecord | None]:
     try:
         key = uuid.UUID(str(memory_id))
     except ValueError:
         return None
-    row = yield Query(GET_UNIT, {"bank": bank, "id": key}, fetch="one")
-    if row is None:
-        return None
-    row["tags"] = tuple(row["tags"])
-    row["entities"] = tuple(row["entities"])
-    return MemoryRecord(**row)
+    row: MemoryRecord | None = yield Query(GET_UNIT, {"bank": bank, "id": key}, fetch="one", row_type=_record)
+    return row
 
 
 def delete_plan(bank: str, ids: Sequence[str] | None, document_id: str | None) -> Plan[int]:
@@ -84,25 +135,33 @@ def delete_plan(bank: str, ids: Sequence[str] | None, document_id: str | None) -
     if ids is not None:
         count: int = yield Query(DELETE_UNITS, {"bank": bank, "ids": parse_ids(ids)}, fetch="none")
         return count
-    row = yield Query(COUNT_DOCUMENT_UNITS, {"bank": bank, "document_id": document_id}, fetch="one")
+    row: CountRow = yield Query(
+        COUNT_DOCUMENT_UNITS, {"bank": bank, "document_id": document_id}, fetch="one", row_type=CountRow
+    )
     yield Query(DELETE_DOCUMENT, {"bank": bank, "document_id": document_id}, fetch="none")
-    return int(row["n"])
+    return row.n
 
 
-def banks_plan() -> Plan[list[dict[str, Any]]]:
-    rows: list[dict[str, Any]] = yield Query(LIST_BANKS)
+def banks_plan() -> Plan[list[BankInfo]]:
+    rows: list[BankInfo] = yield Query(LIST_BANKS, row_type=BankInfo)
     return rows
 
 
-def stats_plan(bank: str) -> Plan[dict[str, Any]]:
-    row = yield Query(BANK_STATS, {"bank": bank}, fetch="one")
-    by_type = {k: int(v) for k, v in row["memories_by_type"].items()}
-    return {
-        "bank": bank,
-        "memories": sum(by_type.values()),
-        "memories_by_type": by_type,
-        "documents": int(row["documents"]),
-        "chunks": int(row["chunks"]),
-        "entities": int(row["entities"]),
-        "links_by_type": {k: int(v) for k, v in row["links_by_type"].items()},
-    }
+def stats_plan(bank: str) -> Plan[BankStats]:
+    row: _StatsRow = yield Query(BANK_STATS, {"bank": bank}, fetch="one", row_type=_StatsRow)
+    by_type = {k: int(v) for k, v in row.memories_by_type.items()}
+    return BankStats(
+        bank=bank,
+        memories=sum(by_type.values()),
+        memories_by_type=by_type,
+        documents=row.documents,
+        chunks=row.chunks,
+        entities=row.entities,
+        links_by_type={k: int(v) for k, v in row.links_by_type.items()},
+    )
+
+
+def bank_embedder_plan(bank: str) -> Plan[BankEmbedder | None]:
+    """The model and dimension ``bank`` was created with (None: no such bank yet)."""
+    row: BankEmbedder | None = yield Query(BANK_EMBEDDER, {"bank": bank}, fetch="one", row_type=BankEmbedder)
+    return row

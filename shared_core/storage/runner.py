@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import psycopg
 from psycopg import sql
-from psycopg.rows import RowFactory, class_row, dict_row
+from psycopg.rows import RowFactory, dict_row, kwargs_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from shared_core.storage.plan import Compute, Concurrently, Copy, Plan, Query
@@ -33,7 +33,7 @@ def _setting_statements(query: Query) -> list[sql.Composed]:
 
 
 def _row_factory(query: Query) -> RowFactory[Any]:
-    return class_row(query.row_type) if query.row_type is not None else dict_row
+    return kwargs_row(query.row_type) if query.row_type is not None else dict_row
 
 
 def _shape(cur: psycopg.Cursor[Any] | psycopg.AsyncCursor[Any], query: Query, rows: list[Any] | None) -> Any:
@@ -97,7 +97,8 @@ def run_sync(pool: ConnectionPool[Any], plan: Plan[T], *, executor: ThreadPoolEx
                     raise failed from None
                 if conn is not None:
                     conn.commit()
-                return stop.value  # type: ignore[no-any-return]
+                result: T = stop.value
+                return result
             if failed is not None:  # the plan went on after a failed statement: never run more
                 raise failed
             error = None
@@ -184,7 +185,8 @@ async def run_async(pool: AsyncConnectionPool[Any], plan: Plan[T]) -> T:
                     raise failed from None
                 if conn is not None:
                     await conn.commit()
-                return stop.value  # type: ignore[no-any-return]
+                result: T = stop.value
+                return result
             if failed is not None:  # the plan went on after a failed statement: never run more
                 raise failed
             error = None

@@ -31,8 +31,10 @@ import numpy as np
 import numpy.typing as npt
 from psycopg import sql
 
-from shared_core.errors import ConfigurationError, HindsightError, check_bank_embedder
+from shared_core.errors import ConfigurationError, HindsightError
+from shared_core.storage.locks import LOCK_BANK_STATS
 from shared_core.storage.plan import Plan, Query
+from shared_core.storage.queries import bank_embedder_plan
 from shared_core.types import MemoryItem
 
 if TYPE_CHECKING:
@@ -183,11 +185,6 @@ DROP_BANK = "DELETE FROM banks WHERE bank_id = %(bank)s"
 DELETE_ENTRIES = """
 DELETE FROM memory_units WHERE bank_id = %(bank)s AND stream_idx = ANY(%(idx)s::bigint[])"""
 
-# Taken before deleting, in the same order as retain (see retain.plan.LOCK_BANK_STATS).
-LOCK_BANK_STATS = "SELECT 1 FROM bank_stats WHERE bank_id = %(bank)s FOR UPDATE"
-
-BANK = "SELECT embedding_model, embedding_dimension FROM banks WHERE bank_id = %(bank)s"
-
 
 def search_statement(metric: str, *, normalise: bool) -> sql.Composed:
     """The exact search for ``metric`` (``normalise``: compare unit vectors, as a FAISS store
@@ -209,18 +206,38 @@ def search_statement(metric: str, *, normalise: bool) -> sql.Composed:
     )
 
 
-def _entry(row: Mapping[str, Any]) -> StreamEntry:
-    distance = row.get("distance")
+def _entry(
+    *, index: int, metadata: Mapping[str, Any], distance: float | None = None, **fields: Any
+) -> StreamEntry:
+    """A row of :data:`RECENT`, :data:`ENTRIES`, :data:`BY_IDS` or a search as an entry."""
     return StreamEntry(
-        index=int(row["index"]),
-        memory_id=row["memory_id"],
-        text=row["text"],
-        metadata=dict(row["metadata"]),
-        created_at=row["created_at"],
-        last_accessed_at=row["last_accessed_at"],
-        chunk_id=row["chunk_id"],
+        index=int(index),
+        metadata=dict(metadata),
         distance=float(distance) if distance is not None else None,
+        **fields,
     )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _FinalisedRow:
+    """One row of :data:`FINALISE`."""
+
+    memory_id: str
+    rel: int
+    chunk_id: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _EphemeralRow:
+    """One row of :data:`EPHEMERAL_BANKS`."""
+
+    bank_id: str
+    owner: Any  # the JSON this module wrote: {"host", "pid"}, unless edited by hand
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _BaseRow:
+    base: int
 
 
 def _lock_key(bank: str) -> str:
@@ -246,28 +263,30 @@ def _alive(owner: Mapping[str, Any]) -> bool:
 # ---------------------------------------------------------------------------------- plans
 def recent_plan(bank: str, k: int) -> Plan[list[StreamEntry]]:
     """The last ``k`` entries, oldest first."""
-    rows = yield Query(RECENT, {"bank": bank, "k": k})
-    return [_entry(r) for r in reversed(rows)]
+    rows: list[StreamEntry] = yield Query(RECENT, {"bank": bank, "k": k}, row_type=_entry)
+    return rows[::-1]
 
 
 def entries_plan(bank: str, start: int) -> Plan[list[StreamEntry]]:
-    rows = yield Query(ENTRIES, {"bank": bank, "start": start})
-    return [_entry(r) for r in rows]
+    rows: list[StreamEntry] = yield Query(ENTRIES, {"bank": bank, "start": start}, row_type=_entry)
+    return rows
 
 
 def by_ids_plan(bank: str, ids: Sequence[str]) -> Plan[list[StreamEntry]]:
-    rows = yield Query(BY_IDS, {"bank": bank, "ids": [str(i) for i in ids]})
-    return [_entry(r) for r in rows]
+    params = {"bank": bank, "ids": [str(i) for i in ids]}
+    rows: list[StreamEntry] = yield Query(BY_IDS, params, row_type=_entry)
+    return rows
 
 
 def search_plan(
     bank: str, vector: npt.NDArray[np.float32], *, k: int, metric: str, normalise: bool, filter_json: str
 ) -> Plan[list[StreamEntry]]:
-    rows = yield Query(
+    rows: list[StreamEntry] = yield Query(
         search_statement(metric, normalise=normalise),
         {"bank": bank, "q": vector, "k": k, "filter": filter_json},
+        row_type=_entry,
     )
-    return [_entry(r) for r in rows]
+    return rows
 
 
 def touch_plan(bank: str, indexes: Sequence[int], at: _dt.datetime) -> Plan[int]:
@@ -289,11 +308,6 @@ def delete_plan(bank: str, indexes: Sequence[int]) -> Plan[int]:
     return count
 
 
-def bank_plan(bank: str) -> Plan[dict[str, Any] | None]:
-    row: dict[str, Any] | None = yield Query(BANK, {"bank": bank}, fetch="one")
-    return row
-
-
 def drop_plan(bank: str) -> Plan[int]:
     count: int = yield Query(DROP_BANK, {"bank": bank}, fetch="none")
     return count
@@ -301,8 +315,8 @@ def drop_plan(bank: str) -> Plan[int]:
 
 def sweep_plan() -> Plan[list[str]]:
     """Drop private banks whose process ended without dropping them (killed, crashed)."""
-    rows = yield Query(EPHEMERAL_BANKS)
-    dead = [r["bank_id"] for r in rows if isinstance(r["owner"], Mapping) and not _alive(r["owner"])]
+    rows: list[_EphemeralRow] = yield Query(EPHEMERAL_BANKS, row_type=_EphemeralRow)
+    dead = [r.bank_id for r in rows if isinstance(r.owner, Mapping) and not _alive(r.owner)]
     for bank in dead:
         yield Query(DROP_BANK, {"bank": bank}, fetch="none")
     return dead
@@ -369,18 +383,19 @@ class MemoryStream:
         ids: list[str] = yield from self.engine.retain_plan(marked, bank=self.bank, progress=False)
         if self.ephemeral:
             yield Query(MARK_EPHEMERAL, {"bank": self.bank, "owner": json.dumps(_owner())}, fetch="none")
-        row = yield Query(NEXT_INDEX, {"bank": self.bank}, fetch="one")
-        base = int(row["base"])
-        rows = yield Query(
-            FINALISE, {"bank": self.bank, "base": base, "rel": list(range(n)), "la": la, "ca": ca, "ids": ids}
+        next_index: _BaseRow = yield Query(NEXT_INDEX, {"bank": self.bank}, fetch="one", row_type=_BaseRow)
+        base = next_index.base
+        rows: list[_FinalisedRow] = yield Query(
+            FINALISE,
+            {"bank": self.bank, "base": base, "rel": list(range(n)), "la": la, "ca": ca, "ids": ids},
+            row_type=_FinalisedRow,
         )
         first: dict[int, str] = {}
         split: set[int] = set()
-        for r in sorted(rows, key=lambda r: r["memory_id"]):
-            rel = int(r["rel"])
-            first.setdefault(rel, r["memory_id"])
-            if r["chunk_id"] is not None:
-                split.add(rel)
+        for r in sorted(rows, key=lambda r: r.memory_id):
+            first.setdefault(r.rel, r.memory_id)
+            if r.chunk_id is not None:
+                split.add(r.rel)
         if vectors is not None:
             # Retain stores unit vectors and embeds a split memory's parts one by one; the
             # stream keeps the caller's vector of the whole text, as a vector store would.
@@ -512,16 +527,9 @@ class MemoryStream:
         """Raise :class:`~shared_core.errors.DimensionMismatchError` or
         :class:`~shared_core.errors.EmbeddingModelMismatchError` (naming both) when the bank
         exists and was written by another model than the engine's embedder."""
-        row = self.engine.run(bank_plan(self.bank))
+        row = self.engine.run(bank_embedder_plan(self.bank))
         if row is not None:
-            embedder = self.engine.embedder
-            check_bank_embedder(
-                self.bank,
-                row["embedding_model"],
-                row["embedding_dimension"],
-                embedder.model_name,
-                embedder.dimension,
-            )
+            row.check(self.bank, self.engine.embedder.model_name, self.engine.embedder.dimension)
 
     def drop(self) -> None:
         """Delete the whole bank (every memory, not only the stream)."""

@@ -263,3 +263,27 @@ def test_wrong_dimension_and_empty_rows_warn(engine: MemoryEngine, bank: str) ->
     finally:
         store.delete_collection()
         sa_engine.dispose()
+
+
+async def test_sync_and_async_imports_are_twins(engine: MemoryEngine, bank: str, new_table: str) -> None:
+    """One pager, two drivers: the same table gives the same memories either way."""
+    twin = f"{bank}-async"
+    sync_ids = import_pgvector_collection(
+        engine, table_name=new_table, bank=bank, reuse_embeddings=True, batch_size=2, progress=False
+    )
+    async_ids = await aimport_pgvector_collection(
+        engine, table_name=new_table, bank=twin, reuse_embeddings=True, batch_size=2, progress=False
+    )
+
+    def seen(memory_bank: str, ids: list[str]) -> dict[str, tuple[Any, ...]]:
+        return {
+            source: (r.text, dict(r.metadata), r.occurred_start, r.tags, r.document_id)
+            for source, r in _by_source(engine, memory_bank, ids).items()
+        }
+
+    assert len(sync_ids) == len(async_ids) == 3
+    assert seen(bank, sync_ids) == seen(twin, async_ids)
+    for sync_id, async_id in zip(sync_ids, async_ids, strict=True):
+        np.testing.assert_allclose(
+            _stored_vector(engine, bank, sync_id), _stored_vector(engine, twin, async_id), atol=1e-6
+        )

@@ -46,3 +46,18 @@ async def test_sync_and_async_runners_agree_on_every_operation(engine: MemoryEng
     assert sync_values[5] == [_Pair(n=3, word="THREE"), _Pair(n=4, word="FOUR")]
     assert sync_values[6] == ([{"x": 5}], "DivisionByZero")
     assert sync_values[-2:] == ["cancelled", {"n": 2}]
+
+
+def _pair(*, n: int, word: str) -> tuple[int, str]:
+    """A row maker that is not a class: ``row_type`` takes any callable of the columns."""
+    return (n, word)
+
+
+def _made_rows() -> Plan[list[Any]]:
+    rows = yield Query("SELECT n, 'w' || n AS word FROM generate_series(1, 2) AS n", row_type=_pair)
+    none = yield Query("SELECT 1 AS n, 'x' AS word WHERE false", fetch="one", row_type=_pair)
+    return [rows, none]
+
+
+async def test_both_runners_make_rows_with_any_row_maker(engine: MemoryEngine) -> None:
+    assert engine.run(_made_rows()) == await engine.arun(_made_rows()) == [[(1, "w1"), (2, "w2")], None]

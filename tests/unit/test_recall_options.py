@@ -42,6 +42,8 @@ def test_engine_recall_signatures_come_from_the_options(method: object) -> None:
         ("max_chunk_tokens", -1),
         ("tags", 5),
         ("tags", [1, 2]),
+        ("tags", "\ud800"),  # one tag as a bare string is checked like a list's (hypothesis found it)
+        ("tags", ["ok", "\ud800"]),
         ("tags_match", "some"),
         ("tags_match", None),
         ("types", ["opinion"]),
