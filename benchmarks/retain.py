@@ -1,7 +1,11 @@
 """Retain throughput on LoCoMo turns: memories/s, peak RSS, database size per 1k memories.
 
     .venv/bin/python benchmarks/retain.py --sizes 1000 10000 --out docs/benchmarks/retain.json
-    .venv/bin/python benchmarks/retain.py --quick                  # 1k only
+    .venv/bin/python benchmarks/retain.py --quick                  # 1k, mode b only
+
+Beside ours, in the same run on the same server: the plain pgvector load of the same vectors
+(``_plain.py``: COPY into a table with one HNSW index, created before the load and built after
+it) and, after mode b's load, one-memory retains into the loaded bank beside one-row inserts.
 
 Dataset: LoCoMo (Maharana et al., ACL 2024), CC BY-NC 4.0, read from
 ``/work/shared/data/locomo/locomo10.json`` (``--data`` / ``$LOCOMO_PATH``), never copied here;
