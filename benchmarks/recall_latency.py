@@ -16,10 +16,12 @@ Measured per size, ``reranker="none"``, ``budget="mid"``, ``trace=True``:
 * ours, 1 client and ``--clients`` (8) concurrent threads: p50/p95/p99 of every stage of
   ``trace.timings_ms``, of ``total`` and of the headline ``total - query_embedding - rerank``;
   throughput in queries/s;
-* plain pgvector top-k on the same table and index
-  (``SELECT id FROM memory_units WHERE bank_id=%s ORDER BY embedding <=> %s LIMIT 10``, with
-  ``hnsw.iterative_scan = relaxed_order`` so the bank filter still yields 10 rows), plus the
-  query embedding time of the same model;
+* the plain pgvector baseline (``_plain.py``): the same vectors COPYed into a table with one
+  HNSW index on the same server, ``SELECT id FROM t ORDER BY embedding <=> q LIMIT 10``, SQL
+  alone and with the query embedding of the same model, 1 and 8 clients;
+* one memory into the loaded bank (``--single``, default 30 retains of one LoCoMo-style turn
+  with its vector given, extraction on: an agent storing a chat turn), deleted afterwards so
+  the bank stays reusable; beside one plain ``INSERT`` of one vector into the plain table;
 * langchain-postgres ``PGVectorStore.similarity_search`` (k=10, HNSW index) over a copy of the
   10k corpus in its own table on the same server (the 10k size only).
 """
@@ -48,7 +50,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import contextlib
 
-from _corpus import CORPUS_VERSION, Corpus, Queries, cache_dir, make_corpus, make_queries
+import numpy as np
+from _corpus import CORPUS_VERSION, Corpus, Queries, make_corpus, make_queries
+from _plain import data_root, plain_insert_one, plain_load, plain_table, plain_topk
 from _report import write_json, write_text
 
 HEADLINE = "total_excl_embedding_rerank"
@@ -69,7 +73,6 @@ STAGE_ORDER = (
     "total",
     HEADLINE,
 )
-PLAIN_SQL = "SELECT id FROM memory_units WHERE bank_id = %s ORDER BY embedding <=> %s LIMIT 10"
 
 
 # --- statistics -----------------------------------------------------------------------------
@@ -242,56 +245,37 @@ def measure_ours(
     }
 
 
-def measure_plain(
-    dsn: str,
-    bank: str,
-    queries: Queries,
-    embed: Callable[[str], Any],
-    *,
-    calls: int,
-    clients: int,
-    warmup: int = 5,
-) -> dict[str, Any]:
-    """The plain pgvector top-k, one connection per client; SQL time and embedding time."""
-    import psycopg
-    from pgvector.psycopg import register_vector
+def measure_single_retain(dsn: str, bank: str, vectors: Any) -> dict[str, float]:
+    """``len(vectors)`` retains of one chat turn each (vector given, extraction on) into the loaded
+    ``bank``, with an engine of default configuration; the memories are deleted afterwards."""
+    from shared_core import MemoryEngine
+    from shared_core.types import MemoryItem
 
-    conns = []
-    for _ in range(clients):
-        conn = psycopg.connect(dsn, autocommit=True)
-        register_vector(conn)
-        conn.execute("SET hnsw.iterative_scan = relaxed_order")
-        conns.append(conn)
-    per_client = max(1, calls // clients)
-
-    def call(i: int) -> tuple[float, float, int]:
-        text = queries.texts[i % len(queries.texts)]
-        t0 = time.perf_counter()
-        vector = embed(text)
-        t1 = time.perf_counter()
-        rows = conns[i // per_client].execute(PLAIN_SQL, (bank, vector)).fetchall()
-        t2 = time.perf_counter()
-        return (t1 - t0) * 1e3, (t2 - t1) * 1e3, len(rows)
-
-    try:
-        for i in range(warmup):
-            call(i)
-        rows, wall = run_clients(call, per_client, clients)
-    finally:
-        for conn in conns:
-            conn.close()
-    embed_ms = [r[0] for r in rows]
-    sql_ms = [r[1] for r in rows]
-    return {
-        "clients": clients,
-        "calls": len(rows),
-        "wall_s": round(wall, 2),
-        "qps": round(len(rows) / wall, 2),
-        "rows_mean": statistics.fmean(r[2] for r in rows),
-        "sql": describe(sql_ms),
-        "embedding": describe(embed_ms),
-        "sql_plus_embedding": describe([a + b for a, b in zip(embed_ms, sql_ms, strict=True)]),
-    }
+    rng = np.random.default_rng(5)
+    count = len(vectors)
+    turns = [
+        'Alice said, "I finally went hiking near Denver with Bob last Saturday."',
+        'Bob said, "Work at Dunder Mifflin has been hectic since March."',
+        'Zara said, "Thanks! I\'ll try the pottery class next week."',
+        'Liam said, "ok, sounds good"',
+    ]
+    ms, ids = [], []
+    with MemoryEngine(dsn) as engine:
+        warm = engine.retain(["warm-up turn about Paris in May 2023"], bank=bank, progress=False)
+        ids += warm
+        for i in range(count):
+            # A neighbour of a stored memory, so semantic links form as they would for real.
+            vector = vectors[i] + rng.normal(0, 0.02, size=vectors.shape[1]).astype(np.float32)
+            item = MemoryItem(
+                text=turns[i % len(turns)],
+                mentioned_at=dt.datetime(2024, 6, 1, tzinfo=dt.UTC) + dt.timedelta(hours=i),
+                embedding=vector.tolist(),
+            )
+            t0 = time.perf_counter()
+            ids += engine.retain([item], bank=bank, progress=False)
+            ms.append((time.perf_counter() - t0) * 1e3)
+        engine.delete(ids, bank=bank)
+    return describe(ms)
 
 
 def measure_pgvectorstore(
@@ -384,7 +368,15 @@ def ratios(size: Mapping[str, Any]) -> dict[str, float]:
         "ours_qps_8 / plain_qps_8 (with embedding)": size["ours_8"]["qps"] / size["plain_8"]["qps"]
         if "plain_8" in size
         else float("nan"),
+        "ours_qps_8 / ours_qps_1": size["ours_8"]["qps"] / size["ours_1"]["qps"],
+        "plain_qps_8 / plain_qps_1 (with embedding)": size["plain_8"]["qps"] / size["plain_1"]["qps"]
+        if "plain_8" in size
+        else float("nan"),
     }
+    if "single_retain_ms" in size and "plain_single_insert_ms" in size:
+        out["one memory: ours_retain_p50 / plain_insert_p50"] = (
+            size["single_retain_ms"]["p50"] / size["plain_single_insert_ms"]["p50"]
+        )
     lc = size.get("pgvectorstore")
     if lc:
         out["ours_total_minus_rerank_p50 / pgvectorstore_similarity_search_p50"] = (
@@ -442,6 +434,18 @@ def markdown(report: Mapping[str, Any]) -> str:
                 f"{p['sql_plus_embedding']['p95']:.1f} | "
                 f"{p['sql_plus_embedding']['p99']:.1f} | {p['qps']} |"
             )
+        if "single_retain_ms" in size:
+            st = size["single_retain_ms"]
+            lines.append(
+                f"| ours, one memory retained into the bank (vector given, extraction on) | 1 | "
+                f"{st['p50']:.1f} | {st['p95']:.1f} | {st['p99']:.1f} | |"
+            )
+        if "plain_single_insert_ms" in size:
+            st = size["plain_single_insert_ms"]
+            lines.append(
+                f"| plain pgvector, one-row INSERT into the loaded table | 1 | "
+                f"{st['p50']:.1f} | {st['p95']:.1f} | {st['p99']:.1f} | |"
+            )
         lc = size.get("pgvectorstore")
         if lc:
             for key, label in (
@@ -491,7 +495,10 @@ def server_info(dsn: str) -> dict[str, str]:
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
-    p.add_argument("--quick", action="store_true", help="10k only, fewer calls, no PGVectorStore")
+    p.add_argument(
+        "--quick", action="store_true", help="2k only, 40 calls, no PGVectorStore (part of `make bench`)"
+    )
+    p.add_argument("--single", type=int, default=30, help="one-memory retains into the loaded bank")
     p.add_argument("--out", type=Path, default=None, help="JSON report path")
     p.add_argument("--md", type=Path, default=None, help="write the markdown tables here")
     p.add_argument("--calls", type=int, default=200, help="recalls per measurement")
@@ -515,8 +522,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = p.parse_args(argv)
     if args.quick:
-        args.sizes = [10_000]
-        args.calls = min(args.calls, 100)
+        args.sizes = [2_000]
+        args.calls = min(args.calls, 40)
+        args.single = min(args.single, 15)
         args.no_pgvectorstore = True
 
     from shared_core import EngineConfig, MemoryEngine
@@ -525,7 +533,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.dsn:
         engine = MemoryEngine(args.dsn, config=config)
     else:
-        engine = MemoryEngine(data_dir=args.data_dir or cache_dir() / "bench-pgdata", config=config)
+        engine = MemoryEngine(data_dir=args.data_dir or data_root("bench-pgdata"), config=config)
     loader = loader_engine(engine.dsn) if args.seqscan_off_loader else None
     started = dt.datetime.now(dt.UTC)
     report: dict[str, Any] = {
@@ -568,6 +576,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             # bank and for PGVectorStore at 10k; held during the measurement, it made every
             # full collection of the cyclic GC a ~75 ms pause inside a recall (measured).
             store_corpus = corpus if n <= 10_000 and not args.no_pgvectorstore else None
+            vectors = corpus.vectors
             del corpus
             gc.collect()
             size["ours_1"] = measure_ours(engine, bank, queries, calls=args.calls, clients=1)
@@ -578,13 +587,29 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"{size['ours_8']['qps']} q/s",
                 flush=True,
             )
-            size["plain_1"] = measure_plain(
-                engine.dsn, bank, queries, embedder.embed_query, calls=args.calls, clients=1
-            )
-            size["plain_8"] = measure_plain(
-                engine.dsn, bank, queries, embedder.embed_query, calls=args.calls, clients=args.clients
-            )
-            print(f"  plain: {size['plain_1']['sql']} / {size['plain_8']['qps']} q/s", flush=True)
+            with plain_table(engine.dsn, vectors.shape[1]) as table:
+                size["plain_load"] = plain_load(engine.dsn, table, vectors, index_first=False)
+                size["plain_1"] = plain_topk(
+                    engine.dsn, table, queries.texts, embedder.embed_query, calls=args.calls, clients=1
+                )
+                size["plain_8"] = plain_topk(
+                    engine.dsn,
+                    table,
+                    queries.texts,
+                    embedder.embed_query,
+                    calls=args.calls,
+                    clients=args.clients,
+                )
+                print(f"  plain: {size['plain_1']['sql']} / {size['plain_8']['qps']} q/s", flush=True)
+                picks = vectors[[(i * 97) % n for i in range(args.single)]]
+                if args.single:
+                    size["plain_single_insert_ms"] = describe(
+                        plain_insert_one(engine.dsn, table, picks, start_id=n)
+                    )
+            del vectors
+            if args.single:
+                size["single_retain_ms"] = measure_single_retain(engine.dsn, bank, picks)
+                print(f"  one memory into the bank: {size['single_retain_ms']}", flush=True)
             if store_corpus is not None:
                 try:
                     size["pgvectorstore"] = measure_pgvectorstore(

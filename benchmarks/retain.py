@@ -1,7 +1,11 @@
 """Retain throughput on LoCoMo turns: memories/s, peak RSS, database size per 1k memories.
 
     .venv/bin/python benchmarks/retain.py --sizes 1000 10000 --out docs/benchmarks/retain.json
-    .venv/bin/python benchmarks/retain.py --quick                  # 1k only
+    .venv/bin/python benchmarks/retain.py --quick                  # 1k, mode b only
+
+Beside ours, in the same run on the same server: the plain pgvector load of the same vectors
+(``_plain.py``: COPY into a table with one HNSW index, created before the load and built after
+it) and, after mode b's load, one-memory retains into the loaded bank beside one-row inserts.
 
 Dataset: LoCoMo (Maharana et al., ACL 2024), CC BY-NC 4.0, read from
 ``/work/shared/data/locomo/locomo10.json`` (``--data`` / ``$LOCOMO_PATH``), never copied here;
@@ -47,13 +51,15 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from _corpus import cache_dir  # noqa: E402
 from _locomo import DEFAULT_DATA_PATH  # noqa: E402
+from _plain import data_root, describe, plain_insert_one, plain_load, plain_table  # noqa: E402
 from _report import write_json  # noqa: E402
 
 MODES = ("a-everything", "b-precomputed", "c-no-extraction")
 TABLES = ("banks", "documents", "chunks", "memory_units", "entities", "unit_entities", "memory_links")
 TARGET_B = 1000.0
+#: Single-memory retains timed after the bulk load (mode b), and plain one-row inserts.
+SINGLE_RETAINS = 30
 
 
 def locomo_turns(path: Path, n: int) -> list[tuple[str, dt.datetime]]:
@@ -134,6 +140,15 @@ def worker(mode: str, n: int, data: Path, dsn: str, batch: int) -> dict[str, Any
         seconds = time.perf_counter() - started
         size_after = db_size(dsn)
         stats = engine.stats(bank)
+        single: list[float] = []
+        if mode == "b-precomputed":
+            # An agent storing one chat turn into the loaded bank (its vector given).
+            for i in range(SINGLE_RETAINS):
+                item = items[(i * 97) % n]
+                one = MemoryItem(text=item.text, mentioned_at=item.mentioned_at, embedding=item.embedding)
+                t0 = time.perf_counter()
+                engine.retain([one], bank=bank, progress=False)
+                single.append((time.perf_counter() - t0) * 1e3)
         result: dict[str, Any] = {
             "mode": mode,
             "memories": n,
@@ -149,6 +164,8 @@ def worker(mode: str, n: int, data: Path, dsn: str, batch: int) -> dict[str, Any
                 "links": dict(stats.links_by_type),
             },
         }
+        if single:
+            result["single_retain_ms"] = describe(single)
         if mode == "a-everything":
             # The embedder alone on the same texts (already warm), for the breakdown.
             t0 = time.perf_counter()
@@ -178,6 +195,25 @@ def run_worker(mode: str, n: int, args: argparse.Namespace, dsn: str) -> dict[st
         return {"mode": mode, "memories": n, "error": proc.stderr.strip().splitlines()[-1:]}
     result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     return result
+
+
+def measure_plain(dsn: str, data: Path, n: int, batch: int) -> dict[str, Any]:
+    """The plain pgvector loads of the same vectors (index before / after), and one-row inserts
+    into the loaded table, on the same server and in the same run as ours."""
+    import numpy as np
+    from _peers import EmbeddingCache
+
+    cache = EmbeddingCache()
+    turns = locomo_turns(data, n)
+    vectors = np.asarray([cache.get(t) for t, _ in turns], dtype=np.float32)
+    out: dict[str, Any] = {}
+    with plain_table(dsn, vectors.shape[1]) as table:
+        out["index_after"] = plain_load(dsn, table, vectors, index_first=False, batch=batch)
+    with plain_table(dsn, vectors.shape[1]) as table:
+        out["index_first"] = plain_load(dsn, table, vectors, index_first=True, batch=batch)
+        picks = vectors[[(i * 97) % n for i in range(SINGLE_RETAINS)]]
+        out["single_insert_ms"] = describe(plain_insert_one(dsn, table, picks, start_id=n))
+    return out
 
 
 def breakdown(a: dict[str, Any], b: dict[str, Any], c: dict[str, Any]) -> dict[str, float]:
@@ -213,6 +249,28 @@ def markdown(report: dict[str, Any]) -> str:
             f"{r['db_bytes_per_1k']:,} | {r['bank']['entities']} | "
             f"{r['bank']['links']} |"
         )
+    for plain in report.get("plain", {}).values():
+        for key in ("index_first", "index_after"):
+            r = plain[key]
+            lines.append(
+                f"| plain pgvector COPY, HNSW index {r['index']} | {r['rows']:,} | {r['seconds']} | "
+                f"{r['per_second']:,.0f} | | | | |"
+            )
+    for r in report["runs"]:
+        plain = report.get("plain", {}).get(str(r.get("memories")))
+        if plain and "per_second" in r:
+            lines.append("")
+            lines.append(
+                f"{r['mode']} at {r['memories']:,}: plain COPY (index first) / ours = "
+                f"{plain['index_first']['per_second'] / r['per_second']:.1f}x, "
+                f"plain COPY (index after) / ours = "
+                f"{plain['index_after']['per_second'] / r['per_second']:.1f}x"
+            )
+        if plain and "single_retain_ms" in r:
+            lines.append(
+                f"one memory into the {r['memories']:,} bank: ours p50 {r['single_retain_ms']['p50']} ms, "
+                f"plain one-row INSERT p50 {plain['single_insert_ms']['p50']} ms"
+            )
     for n, bd in report.get("breakdown", {}).items():
         lines.append("")
         lines.append(f"Breakdown of (a) at {int(n):,}: " + ", ".join(f"{k} {v}" for k, v in bd.items()))
@@ -223,7 +281,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000])
     p.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
-    p.add_argument("--quick", action="store_true", help="1k memories only")
+    p.add_argument("--quick", action="store_true", help="1k memories, mode b only (part of `make bench`)")
     p.add_argument("--batch", type=int, default=1000, help="memories per retain call")
     p.add_argument("--data", type=Path, default=DEFAULT_DATA_PATH)
     p.add_argument("--out", type=Path, default=None)
@@ -244,6 +302,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.quick:
         args.sizes = [1000]
+        args.modes = ["b-precomputed"]
 
     from shared_core import MemoryEngine
 
@@ -251,10 +310,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     holder = (
         MemoryEngine(args.dsn)
         if args.dsn
-        else MemoryEngine(data_dir=args.data_dir or cache_dir() / "bench-retain-pgdata")
+        else MemoryEngine(data_dir=args.data_dir or data_root("bench-retain-pgdata"))
     )
     report: dict[str, Any] = {
         "runs": [],
+        "plain": {},
         "breakdown": {},
         "meta": {
             "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -279,6 +339,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"   {result}", flush=True)
                 report["runs"].append(result)
                 by_mode[mode] = result
+            empty_database(holder.dsn)
+            report["plain"][str(n)] = measure_plain(holder.dsn, args.data, n, args.batch)
+            print(f"   plain: {report['plain'][str(n)]}", flush=True)
             if all(m in by_mode and "error" not in by_mode[m] for m in MODES):
                 report["breakdown"][str(n)] = breakdown(*(by_mode[m] for m in MODES))
         empty_database(holder.dsn)

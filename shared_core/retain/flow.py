@@ -173,12 +173,36 @@ def prepare_retain(
 
 
 def embed(ctx: RetainContext, texts: list[str], bar: RetainProgress) -> npt.NDArray[np.float32]:
-    """Embed ``texts`` in batches, advancing the retain's progress bar."""
+    """Embed ``texts`` in batches of similar length, advancing the retain's progress bar.
+
+    A transformer pads every text of a batch to its longest, so batches cut in input order from
+    a mix of long and short units pay the long ones' length for all of them; sorted by length
+    (longest first), each batch pads little. The vectors come back in input order.
+
+    >>> from shared_core.retain.progress import RetainProgress
+    >>> from types import SimpleNamespace
+    >>> class Lengths:
+    ...     batches: list[list[str]] = []
+    ...     def embed_documents(self, texts):
+    ...         self.batches.append(list(texts))
+    ...         return np.array([[float(len(t))] for t in texts], dtype=np.float32)
+    >>> embedder = Lengths()
+    >>> ctx = SimpleNamespace(models=SimpleNamespace(embedder=embedder),
+    ...                       config=SimpleNamespace(embed_batch_size=2))
+    >>> embed(ctx, ["a", "ccc", "bb", "dddd"], RetainProgress(False)).ravel().tolist()
+    [1.0, 3.0, 2.0, 4.0]
+    >>> embedder.batches
+    [['dddd', 'ccc'], ['bb', 'a']]
+    """
     embedder, size = ctx.models.embedder, ctx.config.embed_batch_size
     if not texts:
         return embedder.embed_documents(texts)
+    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
     parts = []
-    for start in range(0, len(texts), size):
-        parts.append(embedder.embed_documents(texts[start : start + size]))
+    for start in range(0, len(order), size):
+        parts.append(embedder.embed_documents([texts[i] for i in order[start : start + size]]))
         bar.advance(len(parts[-1]))
-    return np.concatenate(parts, axis=0)
+    by_length = np.concatenate(parts, axis=0)
+    out = np.empty_like(by_length)
+    out[order] = by_length
+    return out

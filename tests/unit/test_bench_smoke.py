@@ -18,8 +18,10 @@ BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCH))
 
 import _corpus as C  # noqa: E402
+import _plain as P  # noqa: E402
 import recall_latency as R  # noqa: E402
 import retain as RT  # noqa: E402
+import run_all as RA  # noqa: E402
 
 
 def _encoder(texts: list[str]) -> npt.NDArray[np.float32]:
@@ -88,17 +90,43 @@ def test_harness_on_tiny_corpus(engine: object, bank: str) -> None:
     ours = R.measure_ours(engine, bank, queries, calls=2, clients=2, warmup=0)
     assert ours["calls"] == 2 and ours["qps"] > 0
     assert {"total", "arms", R.HEADLINE} <= set(ours["stages"])
-    plain = R.measure_plain(
-        engine.dsn,
-        bank,
-        queries,  # type: ignore[attr-defined]
-        lambda t: _encoder([t])[0],
-        calls=4,
-        clients=2,
-        warmup=0,
-    )
+    with P.plain_table(engine.dsn, C.DIMENSION, name="plain_smoke") as table:  # type: ignore[attr-defined]
+        load = P.plain_load(engine.dsn, table, corpus.vectors, index_first=True, batch=20)  # type: ignore[attr-defined]
+        assert load["rows"] == 50 and load["per_second"] > 0
+        plain = P.plain_topk(
+            engine.dsn,  # type: ignore[attr-defined]
+            table,
+            queries.texts,
+            lambda t: _encoder([t])[0],
+            calls=4,
+            clients=2,
+            warmup=0,
+        )
+        inserts = P.plain_insert_one(engine.dsn, table, corpus.vectors[:3], start_id=50)  # type: ignore[attr-defined]
+        assert len(inserts) == 3
     assert plain["rows_mean"] == 10
     size = {"ours_1": ours, "ours_8": ours, "plain_1": plain, "plain_8": plain}
     size["ratios"] = R.ratios(size)
     assert "| **" + R.HEADLINE in R.markdown({"sizes": {"50": size}})
     assert RT.db_size(engine.dsn) > 0  # type: ignore[attr-defined]
+
+
+def test_summary_table_puts_ours_beside_the_baseline(tmp_path: Path) -> None:
+    import json
+
+    stats = {"p50": 40.0, "p95": 50.0, "p99": 60.0, "n": 3}
+    retain = {
+        "runs": [{"mode": "b-precomputed", "memories": 1000, "per_second": 100.0, "single_retain_ms": stats}],
+        "plain": {
+            "1000": {
+                "index_first": {"per_second": 300.0},
+                "index_after": {"per_second": 1000.0},
+                "single_insert_ms": {**stats, "p50": 10.0},
+            }
+        },
+    }
+    (tmp_path / "retain.json").write_text(json.dumps(retain))
+    table = RA.summary_table(tmp_path)
+    assert "| bulk retain, 1,000 (extraction on, vectors given), memories/s | 100 |" in table
+    assert "3.0x / 10.0x slower" in table
+    assert "| 40.0 | 10.0 (one-row INSERT) | 4.0x | <= 20 ms |" in table
