@@ -18,9 +18,10 @@ def memory_to_document(memory: RecalledMemory, chunks: Mapping[str, str] | None 
     """A recalled memory as a LangChain ``Document``: ``id`` is the id the document was added
     with (the memory id for memories retained without one).
 
-    Metadata: the memory's own metadata, then ``score`` (relevance: cosine similarity to the
-    query), ``below_threshold``, ``memory_id``, ``fact_type``, ``occurred_start`` /
-    ``occurred_end`` / ``mentioned_at`` (ISO strings), ``tags``, ``document_id``, ``chunk_id``,
+    Metadata: the memory's own metadata, then ``score`` (the calibrated relevance in [0, 1],
+    :func:`shared_core.integrations.relevance`), ``below_threshold``, ``memory_id``,
+    ``fact_type``, ``occurred_start`` / ``occurred_end`` / ``mentioned_at`` (ISO strings),
+    ``tags``, ``document_id``, ``chunk_id``,
     ``entities``, ``scores`` (the full breakdown), ``context`` and, with ``include_chunks``,
     ``chunk`` (the source passage).
     """

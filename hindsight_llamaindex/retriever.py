@@ -71,7 +71,9 @@ def memory_to_node(memory: RecalledMemory, bank: str | None = None) -> NodeWithS
     """A recalled memory as ``NodeWithScore(TextNode(...), score)``: the node has the id and the
     metadata it was inserted with (so its ``hash`` is stable, and ``QueryFusionRetriever``
     de-duplicates it against other retrievers' copies), its source document as the ``SOURCE``
-    relationship, and ``score`` is the relevance (cosine similarity to the query). Recall's
+    relationship, and ``score`` is the calibrated relevance in [0, 1]
+    (:func:`shared_core.integrations.relevance`; ``SimilarityPostprocessor(similarity_cutoff=)``
+    filters on it). Recall's
     details (fact type, dates, the score breakdown) are on the :class:`HindsightRecallEvent`
     and in ``engine.recall``."""
     meta: dict[str, Any] = dict(memory.metadata)

@@ -235,6 +235,10 @@ class RecalledMemory:
     similarity: float | None = None
     #: True for a memory added only to fill ``k``: no arm found it above its thresholds.
     below_threshold: bool = False
+    #: Calibrated relevance in [0, 1] from the reranker: the learned reranker's probability
+    #: that the memory answers the query, or a cross-encoder's sigmoid score (before boosts).
+    #: None under passthrough, whose scores only encode the rank.
+    relevance: float | None = None
 
     def __repr__(self) -> str:
         text = self.text if len(self.text) <= 60 else self.text[:57] + "..."

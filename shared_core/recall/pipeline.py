@@ -104,7 +104,24 @@ def recall_plan(ctx: RecallContext, query: str, opts: RecallOptions) -> Plan[Rec
             extra = yield from fill_plan(
                 aq.where_sql, aq.params(), [c.id for c in cut], opts.k - len(memories)
             )
-        memories += [_memory(row, 0.0, ScoreBreakdown(), below_threshold=True) for row in extra]
+        # A calibrated reranker scores the fill too (after the fused candidates, found by no
+        # arm), so a score threshold treats it like any other memory.
+        relevance: list[float | None] = [None] * len(extra)
+        if extra and not ctx.reranker.is_passthrough:
+            with watch.stage("fill_rerank"):
+                _, scored = yield from _score(
+                    ctx,
+                    text,
+                    window,
+                    [FusedCandidate(id=r.id, rrf=0.0) for r in extra],
+                    {r.id: r for r in extra},
+                    offset=len(cut),
+                )
+            relevance = list(scored)
+        memories += [
+            _memory(row, 0.0, ScoreBreakdown(), below_threshold=True, relevance=rel)
+            for row, rel in zip(extra, relevance, strict=True)
+        ]
         if extra:
             notes.append(f"{len(extra)} memories below the arms' thresholds filled k={opts.k}")
     if memories and opts.include_chunks:
@@ -183,25 +200,7 @@ def _rank(
     """Rerank, boost and cut the hydrated candidates to ``max_tokens``."""
     _, boosts = ctx.settings.profile(ctx.reranker.kind)
     with watch.stage("rerank"):
-        raw: list[float] | None
-        if ctx.reranker.is_learned:
-            raw = None
-            normalised = yield Compute(
-                LearnedScorer.default().score,
-                (
-                    QuerySignals.from_query(text, window),
-                    [_signals(i, c, rows[c.id]) for i, c in enumerate(cut)],
-                ),
-            )
-        else:
-            # The date a cross-encoder sees is when the memory happened, never when it was
-            # stored or said (the ingest time would read as an event date).
-            documents = [
-                format_document(rows[c.id].text, rows[c.id].context, rows[c.id].occurred_start) for c in cut
-            ]
-            raw, normalised = yield Compute(
-                ctx.reranker.rerank, (text, documents, ctx.settings.rerank_batch_size)
-            )
+        raw, normalised = yield from _score(ctx, text, window, cut, rows)
     with watch.stage("boosts"):
         inputs = [_boost_input(c, rows[c.id], window) for c in cut]
         scored = apply_boosts(normalised, inputs, now, window is not None, boosts)
@@ -216,11 +215,49 @@ def _rank(
             if opts.k is not None
             else token_cut([rows[s.id].text for s in scored], opts.max_tokens, ctx.counter)
         )
+        relevance_by_id = {} if ctx.reranker.is_passthrough else {s.id: s.reranker for s in scored[:kept]}
         memories = [
-            _memory(rows[s.id], s.final, s.breakdown(fused_by_id[s.id], reranker_raw=raw_by_id.get(s.id)))
+            _memory(
+                rows[s.id],
+                s.final,
+                s.breakdown(fused_by_id[s.id], reranker_raw=raw_by_id.get(s.id)),
+                relevance=relevance_by_id.get(s.id),
+            )
             for s in scored[:kept]
         ]
     return memories, [(c.id, s) for c, s in zip(cut, normalised, strict=True)]
+
+
+def _score(
+    ctx: RecallContext,
+    text: str,
+    window: TimeWindow | None,
+    candidates: Sequence[FusedCandidate],
+    rows: Mapping[str, MemoryRow],
+    *,
+    offset: int = 0,
+) -> Plan[tuple[list[float] | None, list[float]]]:
+    """The reranker's ``(raw, normalised)`` scores of ``candidates`` (fused order, the first
+    at position ``offset``): the learned reranker's probabilities, a cross-encoder's raw and
+    sigmoid scores, or passthrough's rank-seeded scores (raw None)."""
+    if ctx.reranker.is_learned:
+        normalised: list[float] = yield Compute(
+            LearnedScorer.default().score,
+            (
+                QuerySignals.from_query(text, window),
+                [_signals(offset + i, c, rows[c.id]) for i, c in enumerate(candidates)],
+            ),
+        )
+        return None, normalised
+    # The date a cross-encoder sees is when the memory happened, never when it was stored or
+    # said (the ingest time would read as an event date).
+    documents = [
+        format_document(rows[c.id].text, rows[c.id].context, rows[c.id].occurred_start) for c in candidates
+    ]
+    scored: tuple[list[float] | None, list[float]] = yield Compute(
+        ctx.reranker.rerank, (text, documents, ctx.settings.rerank_batch_size)
+    )
+    return scored
 
 
 def _chunks(
@@ -234,7 +271,12 @@ def _chunks(
 
 
 def _memory(
-    row: MemoryRow, score: float, scores: ScoreBreakdown, *, below_threshold: bool = False
+    row: MemoryRow,
+    score: float,
+    scores: ScoreBreakdown,
+    *,
+    below_threshold: bool = False,
+    relevance: float | None = None,
 ) -> RecalledMemory:
     return RecalledMemory(
         id=row.id,
@@ -253,6 +295,7 @@ def _memory(
         scores=scores,
         similarity=float(row.similarity) if row.similarity is not None else 0.0,
         below_threshold=below_threshold,
+        relevance=relevance,
     )
 
 
