@@ -2,12 +2,16 @@
 
 The candidate list is synthetic and deterministic (chat-like texts of 5-60 words, some dated,
 a few with years written in them; every arm's ranks and scores), scored for three questions:
-plain, "when" and with a time window, so every feature path runs. Times are best-of-N wall
-times; the ratio is to the weighted RRF of the same candidates' four arm lists in the same run
+plain, "when" and with a time window, so every feature path runs. Times are best-of-N CPU
+times of the thread (on a shared machine wall time mostly measures the neighbours); the
+ratio is to the weighted RRF of the same candidates' four arm lists in the same run
 (:func:`shared_core.recall.fusion.reciprocal_rank_fusion`), the pure stage just before it.
+Candidate texts are read once per process (a bank's memories recur query after query); the
+"first sight" column clears that cache before every run: the cost on texts never seen before.
+The last column is the per-candidate implementation this one replaced (same numbers).
 
     .venv/bin/python benchmarks/learned_speed.py                 # table
-    .venv/bin/python benchmarks/learned_speed.py --out docs/benchmarks/learned_speed.json
+    .venv/bin/python benchmarks/learned_speed.py --repeat 30 --out docs/benchmarks/learned_speed.json
 """
 
 from __future__ import annotations
@@ -24,16 +28,24 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from shared_core.recall.fusion import ArmHit, reciprocal_rank_fusion
-from shared_core.recall.learned import CandidateSignals, LearnedScorer, QuerySignals, featurize
+from shared_core.recall.learned import (
+    CandidateSignals,
+    LearnedScorer,
+    QuerySignals,
+    _featurize_rows,
+    _text_info,
+    featurize,
+)
 from shared_core.types import ARM_NAMES, ArmName, TimeWindow
 
-_WORDS = (
+_VOCABULARY = (
     "alice bob carol went to the support group yesterday and said she loved painting with her "
     "kids at the lake in summer adopted a cat named pixel works at google as an engineer moved "
     "from sweden after her grandmother passed running marathon charity race camping trip book "
     "about glaciers violin workshop cremona nurse emergency room hospital zurich Caroline "
     "Melanie LGBTQ Pride March Paris Lisbon Novabank"
-).split()
+)
+_WORDS = tuple(_VOCABULARY.split())
 _QUESTIONS: tuple[tuple[str, TimeWindow | None], ...] = (
     ("What does Caroline like about the support group?", None),
     ("When did Melanie go camping with her kids?", None),
@@ -78,9 +90,9 @@ def candidates(n: int = 300, seed: int = 7) -> list[CandidateSignals]:
 def _best_ms(fn: Callable[[], Any], repeat: int) -> float:
     best = float("inf")
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0 = time.thread_time()
         fn()
-        best = min(best, time.perf_counter() - t0)
+        best = min(best, time.thread_time() - t0)
     return best * 1e3
 
 
@@ -101,12 +113,21 @@ def measure(n: int = 300, repeat: int = 50) -> dict[str, Any]:
         query = QuerySignals.from_query(question, window)
         features = _best_ms(lambda q=query: featurize(q, cands), repeat)  # type: ignore[misc]
         total = _best_ms(lambda q=query: scorer.score(q, cands), repeat)  # type: ignore[misc]
+
+        def cold(q: QuerySignals = query) -> None:
+            _text_info.cache_clear()
+            scorer.score(q, cands)
+
+        first = _best_ms(cold, repeat)
+        reference = _best_ms(lambda q=query: scorer.logits(_featurize_rows(q, cands)), repeat)  # type: ignore[misc]
         rows.append(
             {
                 "question": question,
                 "window": window is not None,
                 "featurize_ms": round(features, 3),
                 "score_ms": round(total, 3),
+                "score_cold_ms": round(first, 3),
+                "per_candidate_reference_ms": round(reference, 3),
                 "ratio_to_fusion": round(total / fusion, 2),
             }
         )
@@ -121,9 +142,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     result = measure(args.n, args.repeat)
     print(f"{args.n} candidates, best of {args.repeat}; RRF of the same lists: {result['fusion_ms']} ms\n")
-    print("| question | featurize ms | featurize + score ms | ratio to RRF |\n|---|---:|---:|---:|")
+    print(
+        "| question | featurize ms | featurize + score ms | ratio to RRF | first sight of the texts ms "
+        "| per-candidate reference ms |\n|---|---:|---:|---:|---:|---:|"
+    )
     for r in result["rows"]:
-        print(f"| {r['question']} | {r['featurize_ms']} | {r['score_ms']} | {r['ratio_to_fusion']} |")
+        print(
+            f"| {r['question']} | {r['featurize_ms']} | {r['score_ms']} | {r['ratio_to_fusion']} | "
+            f"{r['score_cold_ms']} | {r['per_candidate_reference_ms']} |"
+        )
     if args.out:
         from _report import write_json
 

@@ -10,6 +10,7 @@ recorded ones.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import sys
@@ -21,9 +22,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
-from learned_speed import _QUESTIONS, candidates  # noqa: E402
+from learned_speed import _QUESTIONS, candidates
 
-from shared_core.recall.learned import FEATURE_NAMES, LearnedScorer, QuerySignals, featurize  # noqa: E402
+from shared_core.recall.learned import FEATURE_NAMES, LearnedScorer, QuerySignals, featurize
 
 RECORDED = json.loads((Path(__file__).parent / "data" / "learned_recorded.json").read_text())
 
@@ -52,3 +53,35 @@ def test_scores_are_identical_to_the_recorded_ones(index: int) -> None:
         QuerySignals.from_query(question, window), candidates(RECORDED["candidates"])
     )
     assert [float.hex(s) for s in scores] == RECORDED["queries"][index]["scores"]
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "How is the grouping of the support group going?",  # nested terms: "group" / "groupi"
+        "Ann and Anna met Annabel in 2022?",  # names that are prefixes of each other
+        "When did Caroline_Smith visit Zürich or İstanbul?",  # underscores, non-ASCII case
+        "",
+    ],
+)
+def test_the_fast_path_matches_the_per_candidate_reference(question: str) -> None:
+    from shared_core.recall.learned import _featurize_rows
+
+    texts = [
+        "The grouping of groups was a group effort.",
+        "Annabel met Ann; anna_b did not.",
+        "caroline_smith went to ZÜRICH and İstanbul in 2021 and 2023.",
+        "groupie support",
+        "",
+    ]
+    cands = candidates(40)
+    cands = [
+        dataclasses.replace(c, text=texts[i % len(texts)]) if i % 3 == 0 else c for i, c in enumerate(cands)
+    ]
+    for window in (None, _QUESTIONS[2][1]):
+        query = QuerySignals.from_query(question, window)
+        assert np.array_equal(featurize(query, cands), _featurize_rows(query, cands))
+    odd = QuerySignals(
+        terms=frozenset({"support group", "ab"}), names=frozenset({"o'neil"}), asks_when=True, window=None
+    )
+    assert np.array_equal(featurize(odd, cands), _featurize_rows(odd, cands))
