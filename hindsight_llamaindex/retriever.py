@@ -224,12 +224,12 @@ class HindsightRetriever(BaseRetriever):
         nodes = []
         for memory in result.memories[: self.similarity_top_k]:
             node = memory_to_node(memory)
-            if (
-                self.options.include_chunks
-                and memory.chunk_id is not None
-                and memory.chunk_id in result.chunks
-            ):
-                node.node.metadata["chunk"] = result.chunks[memory.chunk_id]
+            chunk = result.chunk_of(memory) if self.options.include_chunks else None
+            if chunk is not None:
+                node.node.metadata["chunk"] = chunk
+                node.node.metadata["chunk_truncated"] = (
+                    memory.chunk_id if memory.chunk_id is not None else memory.id
+                ) in result.truncated_chunks
             nodes.append(node)
         dispatcher.event(
             HindsightRecallEvent(

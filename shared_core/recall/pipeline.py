@@ -93,12 +93,15 @@ def recall_plan(ctx: RecallContext, query: str, opts: RecallOptions) -> Plan[Rec
             limit=settings.rerank_max_candidates,
         )
     memories: list[RecalledMemory] = []
+    ranked: list[MemoryRow] = []
     chunks: dict[str, str] = {}
+    truncated_chunks: frozenset[str] = frozenset()
     rerank_trace: list[tuple[str, float]] = []
     if cut:
         with watch.stage("hydrate"):
             cut, rows = yield from hydrate_plan(opts.bank, cut, vector)
-        memories, rerank_trace = yield from _rank(ctx, text, opts, cut, rows, n, now, window, watch)
+        memories, ranked, rerank_trace = yield from _rank(ctx, text, opts, cut, rows, n, now, window, watch)
+    extra_rows: list[MemoryRow] = []
     if opts.k is not None and len(memories) < opts.k:
         with watch.stage("fill"):
             extra = yield from fill_plan(
@@ -122,11 +125,15 @@ def recall_plan(ctx: RecallContext, query: str, opts: RecallOptions) -> Plan[Rec
             _memory(row, 0.0, ScoreBreakdown(), below_threshold=True, relevance=rel)
             for row, rel in zip(extra, relevance, strict=True)
         ]
+        extra_rows = extra
         if extra:
             notes.append(f"{len(extra)} memories below the arms' thresholds filled k={opts.k}")
-    if memories and opts.include_chunks:
-        with watch.stage("chunks"):
-            chunks = yield from _chunks(ctx, opts, memories)
+    if opts.include_chunks:
+        # From the ranking, not from what max_tokens kept: max_tokens=0 returns chunks only.
+        sources = ranked + extra_rows
+        if sources:
+            with watch.stage("chunks"):
+                chunks, truncated_chunks = yield from _chunks(ctx, opts, sources)
     trace = None
     if opts.trace:
         if ctx.reranker.fallback_reason:
@@ -146,7 +153,7 @@ def recall_plan(ctx: RecallContext, query: str, opts: RecallOptions) -> Plan[Rec
             timings_ms=watch.total(),
             notes=tuple(notes),
         )
-    return RecallResult(memories=memories, chunks=chunks, trace=trace)
+    return RecallResult(memories=memories, chunks=chunks, trace=trace, truncated_chunks=truncated_chunks)
 
 
 def _tuple(values: Sequence[str] | None) -> tuple[str, ...] | None:
@@ -196,8 +203,9 @@ def _rank(
     now: _dt.datetime,
     window: TimeWindow | None,
     watch: Stopwatch,
-) -> Plan[tuple[list[RecalledMemory], list[tuple[str, float]]]]:
-    """Rerank, boost and cut the hydrated candidates to ``max_tokens``."""
+) -> Plan[tuple[list[RecalledMemory], list[MemoryRow], list[tuple[str, float]]]]:
+    """Rerank, boost and cut the hydrated candidates to ``max_tokens``; also the rows of the
+    ranking before the cut (the first 2N), which chunks are chosen from."""
     _, boosts = ctx.settings.profile(ctx.reranker.kind)
     with watch.stage("rerank"):
         raw, normalised = yield from _score(ctx, text, window, cut, rows)
@@ -225,7 +233,8 @@ def _rank(
             )
             for s in scored[:kept]
         ]
-    return memories, [(c.id, s) for c, s in zip(cut, normalised, strict=True)]
+    ranked = [rows[s.id] for s in scored]
+    return memories, ranked, [(c.id, s) for c, s in zip(cut, normalised, strict=True)]
 
 
 def _score(
@@ -261,13 +270,20 @@ def _score(
 
 
 def _chunks(
-    ctx: RecallContext, opts: RecallOptions, memories: Sequence[RecalledMemory]
-) -> Plan[dict[str, str]]:
-    """The memories' source chunks, in rank order, cut to ``max_chunk_tokens``."""
-    texts = yield from chunks_plan(opts.bank, list(dict.fromkeys(m.chunk_id for m in memories if m.chunk_id)))
+    ctx: RecallContext, opts: RecallOptions, ranked: Sequence[MemoryRow]
+) -> Plan[tuple[dict[str, str], frozenset[str]]]:
+    """The source texts of the ranked memories, in rank order, cut to ``max_chunk_tokens``
+    (the last one truncated, and flagged): a split memory's chunk (the whole item), or a
+    memory's own text when it was stored whole (keyed by its id)."""
+    keys = list(dict.fromkeys(r.chunk_id if r.chunk_id is not None else r.id for r in ranked))
+    stored = yield from chunks_plan(opts.bank, [r.chunk_id for r in ranked if r.chunk_id is not None])
+    own = {r.id: r.text for r in ranked if r.chunk_id is None}
+    texts = {k: stored[k] if k in stored else own[k] for k in keys if k in stored or k in own}
     ordered = list(texts)
     fill = chunk_fill([texts[c] for c in ordered], opts.max_chunk_tokens, ctx.counter)
-    return dict(zip(ordered[: fill.kept], fill.texts, strict=False))
+    kept = ordered[: fill.kept]
+    truncated = frozenset(k for k, cut in zip(kept, fill.truncated, strict=True) if cut)
+    return dict(zip(kept, fill.texts, strict=True)), truncated
 
 
 def _memory(
