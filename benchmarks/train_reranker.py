@@ -12,6 +12,10 @@ R@1/5/10 per category, and precision / recall of "score >= 0.5" over the candida
     .venv/bin/python benchmarks/train_reranker.py                          # report only
     .venv/bin/python benchmarks/train_reranker.py --write                  # ship the weights
     .venv/bin/python benchmarks/train_reranker.py --compare                # feature-set table
+    .venv/bin/python benchmarks/train_reranker.py --shipped                # shipped weights only
+
+The report ends with the threshold table (precision / recall of ``score >= 0.3 / 0.5 / 0.7``
+on conversations 5-9), the calibration bins and the scoring time; docs/benchmarks.md keeps it.
 """
 
 from __future__ import annotations
@@ -202,24 +206,51 @@ def evaluate(
 def threshold_table(
     questions: Sequence[QuestionData], scorer: LearnedScorer, thresholds: Sequence[float] = (0.3, 0.5, 0.7)
 ) -> list[dict[str, float]]:
-    """Precision and recall of ``score >= t`` over every candidate of every question; recall
-    counts all gold evidence, found by recall or not."""
-    probs = np.concatenate([1 / (1 + np.exp(-scorer.logits(q.x))) for q in questions])
+    """What ``score_threshold=t`` does, over every candidate of every question.
+
+    ``precision``: kept candidates that are evidence; ``recall``: gold evidence kept, counting
+    all of it, found by recall or not; ``recall_found``: the same over the evidence that is
+    among the candidates (what a threshold can keep at best); ``answered``: questions with at
+    least one evidence candidate kept; ``empty``: questions with nothing kept at all.
+    """
+    probs_per_q = [1 / (1 + np.exp(-scorer.logits(q.x))) for q in questions]
+    probs = np.concatenate(probs_per_q)
     labels = np.concatenate([q.labels for q in questions])
     gold = sum(len(q.evidence) for q in questions)
+    found = float(labels.sum())
     rows = []
     for t in thresholds:
         kept = probs >= t
         tp = float(labels[kept].sum())
+        answered = sum(
+            bool((p >= t)[q.labels > 0].any()) for p, q in zip(probs_per_q, questions, strict=True)
+        )
+        empty = sum(not bool((p >= t).any()) for p in probs_per_q)
         rows.append(
             {
                 "threshold": t,
                 "kept_per_question": round(kept.sum() / len(questions), 2),
                 "precision": round(100 * tp / max(kept.sum(), 1), 1),
                 "recall": round(100 * tp / gold, 1),
+                "recall_found": round(100 * tp / max(found, 1), 1),
+                "answered": round(100 * answered / len(questions), 1),
+                "empty": round(100 * empty / len(questions), 1),
             }
         )
     return rows
+
+
+def print_threshold_table(rows: Sequence[dict[str, float]]) -> None:
+    print(
+        "| t | kept per question | precision | recall (all gold) | recall (gold among candidates) "
+        "| questions with evidence kept | questions with nothing kept |"
+    )
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        print(
+            f"| {r['threshold']} | {r['kept_per_question']} | {r['precision']} | {r['recall']} | "
+            f"{r['recall_found']} | {r['answered']} | {r['empty']} |"
+        )
 
 
 def calibration(
@@ -281,9 +312,7 @@ def report(
         out["threshold_5_9"] = threshold_table(held, scorer)
         out["calibration_5_9"] = calibration(held, scorer)
         print("\n### score >= t on LoCoMo 5-9 (all candidates)\n")
-        print("| t | kept per question | precision | recall |\n|---:|---:|---:|---:|")
-        for r in out["threshold_5_9"]:
-            print(f"| {r['threshold']} | {r['kept_per_question']} | {r['precision']} | {r['recall']} |")
+        print_threshold_table(out["threshold_5_9"])
         print("\ncalibration (5-9):", out["calibration_5_9"])
     return out
 
@@ -366,8 +395,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument(
         "--dated", default="dated-hard", help="generated set to report on (benchmarks/dated_paragraphs.py)"
     )
+    p.add_argument(
+        "--shipped",
+        action="store_true",
+        help=f"no training: report {WEIGHTS_PATH.name} as shipped (needs only 5-9 extracted)",
+    )
     args = p.parse_args(argv)
-    train = load("locomo", TRAIN, args.data_dir)
+    train = [] if args.shipped else load("locomo", TRAIN, args.data_dir)
     present = [i for i in HELD_OUT if data_file(args.data_dir, "locomo", i).exists()]
     if len(present) < len(HELD_OUT):
         print(f"(held out: only conversations {present} are extracted)", file=sys.stderr)
@@ -390,6 +424,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                     f"{h['R@1']} / {h['R@10']} | {dcell} |",
                     flush=True,
                 )
+        return 0
+    if args.shipped:
+        shipped = LearnedScorer.default()
+        print(f"shipped weights: {shipped.meta.get('trained_on', '?')}")
+        out = report(train, held, dated, shipped)
+        out["scoring_ms_300"] = scoring_ms(load_rows(args.data_dir, "locomo", present[:1])[0], shipped)
+        print(f"\nscoring the largest candidate list: {out['scoring_ms_300']} ms")
+        if args.out:
+            write_json(args.out, out)
         return 0
     scorer = fit(train, args.features, args.l2)
     command = "python benchmarks/train_reranker.py " + shlex.join(

@@ -14,20 +14,28 @@ from shared_core.types import MemoryItem, RecalledMemory
 __all__ = ["document_to_item", "documents_to_items", "memory_to_document"]
 
 
-def memory_to_document(memory: RecalledMemory, chunks: Mapping[str, str] | None = None) -> Document:
+def memory_to_document(
+    memory: RecalledMemory,
+    chunks: Mapping[str, str] | None = None,
+    truncated_chunks: frozenset[str] = frozenset(),
+) -> Document:
     """A recalled memory as a LangChain ``Document``: ``id`` is the id the document was added
     with (the memory id for memories retained without one).
 
-    Metadata: the memory's own metadata, then ``score`` (relevance: cosine similarity to the
-    query), ``below_threshold``, ``memory_id``, ``fact_type``, ``occurred_start`` /
-    ``occurred_end`` / ``mentioned_at`` (ISO strings), ``tags``, ``document_id``, ``chunk_id``,
+    Metadata: the memory's own metadata, then ``score`` (the calibrated relevance in [0, 1],
+    :func:`shared_core.integrations.relevance`), ``below_threshold``, ``memory_id``,
+    ``fact_type``, ``occurred_start`` / ``occurred_end`` / ``mentioned_at`` (ISO strings),
+    ``tags``, ``document_id``, ``chunk_id``,
     ``entities``, ``scores`` (the full breakdown), ``context`` and, with ``include_chunks``,
-    ``chunk`` (the source passage).
+    ``chunk`` (the source passage: the whole item a long document was split from, or the
+    memory's own text) and ``chunk_truncated`` (it was cut to ``max_chunk_tokens``).
     """
     meta = memory_metadata(memory)
     meta["context"] = memory.context
-    if chunks and memory.chunk_id is not None and memory.chunk_id in chunks:
-        meta["chunk"] = chunks[memory.chunk_id]
+    key = memory.chunk_id if memory.chunk_id is not None else memory.id
+    if chunks and key in chunks:
+        meta["chunk"] = chunks[key]
+        meta["chunk_truncated"] = key in truncated_chunks
     return Document(id=document_key(memory), page_content=memory.text, metadata=meta)
 
 

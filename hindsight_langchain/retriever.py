@@ -37,7 +37,7 @@ from hindsight_langchain.search import (
     check_k,
     search_spec,
 )
-from shared_core.config import DEFAULT_BANK, DEFAULT_MAX_TOKENS
+from shared_core.config import DEFAULT_BANK, DEFAULT_MAX_CHUNK_TOKENS, DEFAULT_MAX_TOKENS
 from shared_core.engine import AsyncMemoryEngine, MemoryEngine
 from shared_core.errors import ConfigurationError
 from shared_core.integrations import EngineHandle, relevance, resolve_engine
@@ -98,6 +98,9 @@ class HindsightRetriever(BaseRetriever):
     """Memory tags to filter on (see the class docstring for untagged memories)."""
     tags_match: TagsMatch = "any"
     include_chunks: bool = False
+    """Add each document's source text as ``metadata["chunk"]`` (``chunk_truncated`` when cut)."""
+    max_chunk_tokens: int = DEFAULT_MAX_CHUNK_TOKENS
+    """Token budget of the chunks, separate from ``max_tokens``."""
     reranker: Any = None
     """``None`` (engine default), ``"passthrough"``, a model name, or a pair scorer."""
     progress: bool | None = None
@@ -209,7 +212,7 @@ class HindsightRetriever(BaseRetriever):
             memories = memories[:k]
         if spec.score_threshold is not None:
             memories = [m for m in memories if relevance(m) >= spec.score_threshold]
-        return [memory_to_document(m, result.chunks) for m in memories]
+        return [memory_to_document(m, result.chunks, result.truncated_chunks) for m in memories]
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any

@@ -71,7 +71,9 @@ def memory_to_node(memory: RecalledMemory, bank: str | None = None) -> NodeWithS
     """A recalled memory as ``NodeWithScore(TextNode(...), score)``: the node has the id and the
     metadata it was inserted with (so its ``hash`` is stable, and ``QueryFusionRetriever``
     de-duplicates it against other retrievers' copies), its source document as the ``SOURCE``
-    relationship, and ``score`` is the relevance (cosine similarity to the query). Recall's
+    relationship, and ``score`` is the calibrated relevance in [0, 1]
+    (:func:`shared_core.integrations.relevance`; ``SimilarityPostprocessor(similarity_cutoff=)``
+    filters on it). Recall's
     details (fact type, dates, the score breakdown) are on the :class:`HindsightRecallEvent`
     and in ``engine.recall``."""
     meta: dict[str, Any] = dict(memory.metadata)
@@ -222,12 +224,12 @@ class HindsightRetriever(BaseRetriever):
         nodes = []
         for memory in result.memories[: self.similarity_top_k]:
             node = memory_to_node(memory)
-            if (
-                self.options.include_chunks
-                and memory.chunk_id is not None
-                and memory.chunk_id in result.chunks
-            ):
-                node.node.metadata["chunk"] = result.chunks[memory.chunk_id]
+            chunk = result.chunk_of(memory) if self.options.include_chunks else None
+            if chunk is not None:
+                node.node.metadata["chunk"] = chunk
+                node.node.metadata["chunk_truncated"] = (
+                    memory.chunk_id if memory.chunk_id is not None else memory.id
+                ) in result.truncated_chunks
             nodes.append(node)
         dispatcher.event(
             HindsightRecallEvent(

@@ -147,10 +147,28 @@ def first_date(metadata: Mapping[str, Any], keys: tuple[str, ...] = DATE_KEYS) -
 
 def relevance(memory: RecalledMemory) -> float:
     """The relevance a framework reports for a memory (``metadata["score"]``,
-    ``NodeWithScore.score``), which ``score_threshold`` filters on: its cosine similarity to the
-    query, until recall delivers a calibrated relevance. Recall's own ranking score stays in
-    ``scores.final``."""
-    return float(memory.similarity) if memory.similarity is not None else float(memory.score)
+    ``NodeWithScore.score``), in [0, 1], higher is more relevant; ``score_threshold`` filters
+    on it.
+
+    * the learned reranker (the default without a cross-encoder): its calibrated probability
+      that the memory answers the query (a threshold of 0.5 means "more likely than not"; the
+      precision and recall it gives are in docs/benchmarks.md);
+    * a cross-encoder: the sigmoid of its score, before recall's boosts;
+    * passthrough (``reranker="none"``): the cosine similarity with the query, since
+      passthrough's own scores only encode the rank (clamped to [0, 1]).
+
+    Recall's own ranking score stays in ``scores.final``.
+
+    >>> from shared_core.types import RecalledMemory
+    >>> relevance(RecalledMemory(id="m", text="t", fact_type="world", score=0.9, relevance=0.72))
+    0.72
+    >>> relevance(RecalledMemory(id="m", text="t", fact_type="world", score=0.9, similarity=0.41))
+    0.41
+    """
+    if memory.relevance is not None:
+        return float(memory.relevance)
+    similarity = memory.similarity if memory.similarity is not None else 0.0
+    return min(max(float(similarity), 0.0), 1.0)
 
 
 def document_key(memory: RecalledMemory) -> str:

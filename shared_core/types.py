@@ -261,6 +261,10 @@ class RecalledMemory:
     similarity: float | None = None
     #: True for a memory added only to fill ``k``: no arm found it above its thresholds.
     below_threshold: bool = False
+    #: Calibrated relevance in [0, 1] from the reranker: the learned reranker's probability
+    #: that the memory answers the query, or a cross-encoder's sigmoid score (before boosts).
+    #: None under passthrough, whose scores only encode the rank.
+    relevance: float | None = None
 
     def __repr__(self) -> str:
         text = self.text if len(self.text) <= 60 else self.text[:57] + "..."
@@ -290,8 +294,18 @@ class RecallResult:
     """Result of ``engine.recall``: memories best first, optional chunks and trace."""
 
     memories: Sequence[RecalledMemory]
+    #: With ``include_chunks``: source texts in rank order, chosen from the ranking before (and
+    #: independently of) the ``max_tokens`` cut, up to ``max_chunk_tokens``. Keyed by
+    #: ``chunk_id`` (the whole item a long memory was split from), or by the memory's id for a
+    #: memory stored whole (its source text is its own text).
     chunks: Mapping[str, str] = field(default_factory=dict)
     trace: RecallTrace | None = None
+    #: Keys of ``chunks`` whose text was cut to fit ``max_chunk_tokens`` (only the last one).
+    truncated_chunks: frozenset[str] = frozenset()
+
+    def chunk_of(self, memory: RecalledMemory) -> str | None:
+        """The source text of ``memory`` among :attr:`chunks`, if it was returned."""
+        return self.chunks.get(memory.chunk_id if memory.chunk_id is not None else memory.id)
 
     def __len__(self) -> int:
         return len(self.memories)

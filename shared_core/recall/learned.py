@@ -34,6 +34,7 @@ True
 
 from __future__ import annotations
 
+import bisect
 import datetime as _dt
 import functools
 import json
@@ -96,6 +97,45 @@ def _alternation(words: frozenset[str], *, whole: bool) -> re.Pattern[str] | Non
     return re.compile(rf"\b(?:{body})" + (r"\b" if whole else ""))
 
 
+_RUN = re.compile(r"\w+")
+# Content terms are word prefixes of these lengths (see _content_terms).
+_TERM_LENGTHS: Final = (6, 5, 4, 3)
+
+
+@dataclass(frozen=True, slots=True)
+class _TextInfo:
+    """What the features read from one candidate text, computed once per distinct text."""
+
+    runs: frozenset[str]  # the lower-cased text's \w+ runs (a regex ``\b`` word start is a run start)
+    ordered: tuple[str, ...]  # the runs, sorted: the runs starting with a term are adjacent
+    years: tuple[int, ...]  # _YEAR matches in the original text
+    log_words: float
+
+
+@functools.lru_cache(maxsize=16384)
+def _text_info(text: str) -> _TextInfo:
+    # A bank's memories come back query after query: their word runs are read once.
+    runs = frozenset(_RUN.findall(text.lower()))
+    words = len(text.split())
+    return _TextInfo(
+        runs=runs,
+        ordered=tuple(sorted(runs)),
+        years=tuple(int(y) for y in _YEAR.findall(text)),
+        log_words=math.log(min(max(words, _MIN_WORDS), _MAX_WORDS)),
+    )
+
+
+def _starts_a_run(ordered: Sequence[str], prefix: str) -> bool:
+    """Whether a run of ``ordered`` (sorted) starts with ``prefix``: the first run not below
+    it does if any does."""
+    i = bisect.bisect_left(ordered, prefix)
+    return i < len(ordered) and ordered[i].startswith(prefix)
+
+
+def _plain(words: frozenset[str]) -> bool:
+    return all(_RUN.fullmatch(w) for w in words)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class QuerySignals:
     """What the scorer needs to know about the question (built once per recall)."""
@@ -106,10 +146,22 @@ class QuerySignals:
     window: TimeWindow | None
     _terms_re: re.Pattern[str] | None = field(default=None, repr=False, compare=False)
     _names_re: re.Pattern[str] | None = field(default=None, repr=False, compare=False)
+    # How coverage is computed from a text's cached runs (identical to the regex scans):
+    # "set" when no term is a prefix of another (each run holds at most one term: a set
+    # intersection), "runs" otherwise (per run, the longest term it starts with, as the
+    # longest-first alternation finds), "regex" for terms of other shapes.
+    _term_mode: str = field(default="regex", repr=False, compare=False)
+    _names_plain: bool = field(default=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_terms_re", _alternation(self.terms, whole=False))
         object.__setattr__(self, "_names_re", _alternation(self.names, whole=True))
+        mode = "regex"
+        if _plain(self.terms) and all(len(t) in _TERM_LENGTHS for t in self.terms):
+            nested = any(a != b and b.startswith(a) for a in self.terms for b in self.terms)
+            mode = "runs" if nested else "set"
+        object.__setattr__(self, "_term_mode", mode)
+        object.__setattr__(self, "_names_plain", _plain(self.names))
 
     @classmethod
     def from_query(
@@ -136,6 +188,26 @@ class QuerySignals:
         names = (
             len(set(self._names_re.findall(lowered))) / len(self.names) if self._names_re is not None else 0.0
         )
+        return terms, names
+
+    def _coverage(self, text: str, info: _TextInfo) -> tuple[float, float]:
+        """:meth:`coverage` of ``text`` from its cached runs (same numbers, no regex scan)."""
+        if self._term_mode == "regex" or not self._names_plain:
+            return self.coverage(text.lower())
+        terms = 0.0
+        if self.terms:
+            if self._term_mode == "set":
+                found = sum(_starts_a_run(info.ordered, t) for t in self.terms)
+            else:
+                found = len(
+                    {
+                        next((r[:n] for n in _TERM_LENGTHS if len(r) >= n and r[:n] in self.terms), "")
+                        for r in info.runs
+                    }
+                    - {""}
+                )
+            terms = found / len(self.terms)
+        names = len(self.names & info.runs) / len(self.names) if self.names else 0.0
         return terms, names
 
 
@@ -172,10 +244,11 @@ def _window_years(window: TimeWindow) -> tuple[int, int]:
     return window.start.year, end.year
 
 
-def _year_features(text: str, window: TimeWindow) -> tuple[float, float]:
+def _year_features(text: str, window: TimeWindow, years: Sequence[int] | None = None) -> tuple[float, float]:
     """(a year of the window is written in the text, the window lies within the span of years
     the text writes and the text writes at least two)."""
-    years = [int(y) for y in _YEAR.findall(text)]
+    if years is None:
+        years = [int(y) for y in _YEAR.findall(text)]
     if not years:
         return 0.0, 0.0
     lo, hi = _window_years(window)
@@ -265,10 +338,77 @@ FEATURE_NAMES: Final[tuple[str, ...]] = (
 def featurize(query: QuerySignals, candidates: Sequence[CandidateSignals]) -> npt.NDArray[np.float64]:
     """One row of :data:`FEATURE_NAMES` per candidate (per-query normalisation included).
 
+    Built column by column: each candidate text's word runs, years and length are read once
+    per process (:func:`_text_info`), the arithmetic is numpy's; the numbers are those of the
+    per-candidate :func:`_row` (a recorded test keeps them identical).
+
     >>> q = QuerySignals.from_query("Who plays violin?", None)
     >>> featurize(q, [CandidateSignals(position=0, rrf=0.02, cosine=0.5, text="x")]).shape
     (1, 26)
     """
+    n = len(candidates)
+    if not n:
+        return np.zeros((0, len(FEATURE_NAMES)))
+    infos = [_text_info(c.text) for c in candidates]
+    cosines = np.asarray(
+        [c.cosine if c.cosine is not None else c.arm_scores.get("semantic", 0.0) for c in candidates],
+        dtype=np.float64,
+    )
+    keywords = np.asarray([max(c.arm_scores.get("keyword", 0.0), 0.0) for c in candidates], dtype=np.float64)
+    rrf = np.asarray([c.rrf for c in candidates], dtype=np.float64)
+    best_cosine, best_keyword, best_rrf = cosines.max(), keywords.max(), rrf.max()
+    out = np.zeros((n, len(FEATURE_NAMES)), dtype=np.float64)
+    col = 0
+
+    def put(values: Any) -> None:
+        nonlocal col
+        out[:, col] = values
+        col += 1
+
+    put(1.0)
+    put([math.log1p(c.position) for c in candidates])
+    put(rrf / best_rrf if best_rrf > 0 else 0.0)
+    for arm in ARM_NAMES:
+        ranks = [c.ranks.get(arm) for c in candidates]
+        found = np.asarray([r is not None for r in ranks], dtype=np.float64)
+        put(found)
+        put([0.0 if r is None else _RRF_K / (_RRF_K + r) for r in ranks])
+    put([float(len(c.ranks)) for c in candidates])
+    put(cosines)
+    put(cosines - best_cosine)
+    put(keywords / best_keyword if best_keyword > 0 else 0.0)
+    put([min(max(c.arm_scores.get("graph", 0.0), 0.0), 3.0) / 3.0 for c in candidates])
+    cover = [query._coverage(c.text, info) for c, info in zip(candidates, infos, strict=True)]
+    put([t for t, _ in cover])
+    put([m for _, m in cover])
+    window = query.window
+    if window is not None:
+        proximity = [c.proximity(window) for c in candidates]
+        put([0.0 if p is None else p for p in proximity])
+        put([float(p is None) for p in proximity])
+        years = [
+            _year_features(c.text, window, info.years) for c, info in zip(candidates, infos, strict=True)
+        ]
+        put([y[0] for y in years])
+        put([y[1] for y in years])
+    else:
+        col += 4
+    if query.asks_when:
+        put([float(c.occurred_start is not None or c.occurred_end is not None) for c in candidates])
+        put([float(bool(info.years)) for info in infos])
+    else:
+        col += 2
+    put([info.log_words for info in infos])
+    # Without a window the temporal arm answers a "when" question: its rank among the matching
+    # memories that state their own date.
+    when_ranks = [c.ranks.get("temporal") if window is None else None for c in candidates]
+    put([0.0 if r is None else _RRF_K / (_RRF_K + r) for r in when_ranks])
+    assert col == len(FEATURE_NAMES), "a feature column is missing"
+    return out
+
+
+def _featurize_rows(query: QuerySignals, candidates: Sequence[CandidateSignals]) -> npt.NDArray[np.float64]:
+    """The per-candidate reference :func:`featurize` replaced (kept for the equality test)."""
     if not candidates:
         return np.zeros((0, len(FEATURE_NAMES)))
     cosines = [c.cosine if c.cosine is not None else c.arm_scores.get("semantic", 0.0) for c in candidates]

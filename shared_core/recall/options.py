@@ -71,6 +71,12 @@ def _positive_int(name: str, value: object) -> int:
     return value
 
 
+def _count(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidOptionError(name, f"must be an integer >= 0, got {value!r}")
+    return value
+
+
 def _flag(name: str, value: object) -> bool:
     if not isinstance(value, bool):
         raise InvalidOptionError(name, f"must be True or False, got {value!r}")
@@ -166,7 +172,7 @@ class RecallOptions:
 
     def __post_init__(self) -> None:
         check_bank(self.bank)
-        _positive_int("max_tokens", self.max_tokens)
+        _count("max_tokens", self.max_tokens)  # 0: no memories (with include_chunks, chunks only)
         _positive_int("max_chunk_tokens", self.max_chunk_tokens)
         if not isinstance(self.budget, str):
             raise InvalidOptionError(

@@ -94,23 +94,47 @@ def recall_plan(ctx: RecallContext, query: str, opts: RecallOptions) -> Plan[Rec
             limit=settings.rerank_max_candidates,
         )
     memories: list[RecalledMemory] = []
+    ranked: list[MemoryRow] = []
     chunks: dict[str, str] = {}
+    truncated_chunks: frozenset[str] = frozenset()
     rerank_trace: list[tuple[str, float]] = []
     if cut:
         with watch.stage("hydrate"):
             cut, rows = yield from hydrate_plan(opts.bank, cut, vector)
-        memories, rerank_trace = yield from _rank(ctx, text, opts, cut, rows, n, now, window, watch)
+        memories, ranked, rerank_trace = yield from _rank(ctx, text, opts, cut, rows, n, now, window, watch)
+    extra_rows: list[MemoryRow] = []
     if opts.k is not None and len(memories) < opts.k:
         with watch.stage("fill"):
             extra = yield from fill_plan(
                 aq.where_sql, aq.params(), [c.id for c in cut], opts.k - len(memories)
             )
-        memories += [_memory(row, 0.0, ScoreBreakdown(), below_threshold=True) for row in extra]
+        # A calibrated reranker scores the fill too (after the fused candidates, found by no
+        # arm), so a score threshold treats it like any other memory.
+        relevance: list[float | None] = [None] * len(extra)
+        if extra and not ctx.reranker.is_passthrough:
+            with watch.stage("fill_rerank"):
+                _, scored = yield from _score(
+                    ctx,
+                    text,
+                    window,
+                    [FusedCandidate(id=r.id, rrf=0.0) for r in extra],
+                    {r.id: r for r in extra},
+                    offset=len(cut),
+                )
+            relevance = list(scored)
+        memories += [
+            _memory(row, 0.0, ScoreBreakdown(), below_threshold=True, relevance=rel)
+            for row, rel in zip(extra, relevance, strict=True)
+        ]
+        extra_rows = extra
         if extra:
             notes.append(f"{len(extra)} memories below the arms' thresholds filled k={opts.k}")
-    if memories and opts.include_chunks:
-        with watch.stage("chunks"):
-            chunks = yield from _chunks(ctx, opts, memories)
+    if opts.include_chunks:
+        # From the ranking, not from what max_tokens kept: max_tokens=0 returns chunks only.
+        sources = ranked + extra_rows
+        if sources:
+            with watch.stage("chunks"):
+                chunks, truncated_chunks = yield from _chunks(ctx, opts, sources)
     trace = None
     if opts.trace:
         if ctx.reranker.fallback_reason:
@@ -130,7 +154,7 @@ def recall_plan(ctx: RecallContext, query: str, opts: RecallOptions) -> Plan[Rec
             timings_ms=watch.total(),
             notes=tuple(notes),
         )
-    return RecallResult(memories=memories, chunks=chunks, trace=trace)
+    return RecallResult(memories=memories, chunks=chunks, trace=trace, truncated_chunks=truncated_chunks)
 
 
 def _tuple(values: Sequence[str] | None) -> tuple[str, ...] | None:
@@ -180,31 +204,12 @@ def _rank(
     now: _dt.datetime,
     window: TimeWindow | None,
     watch: Stopwatch,
-) -> Plan[tuple[list[RecalledMemory], list[tuple[str, float]]]]:
-    """Rerank, boost and cut the hydrated candidates to ``max_tokens``."""
+) -> Plan[tuple[list[RecalledMemory], list[MemoryRow], list[tuple[str, float]]]]:
+    """Rerank, boost and cut the hydrated candidates to ``max_tokens``; also the rows of the
+    ranking before the cut (the first 2N), which chunks are chosen from."""
     _, boosts = ctx.settings.profile(ctx.reranker.kind)
     with watch.stage("rerank"):
-        raw: list[float] | None
-        if ctx.reranker.is_learned:
-            raw = None
-            normalised = yield Compute(
-                LearnedScorer.default().score,
-                (
-                    QuerySignals.from_query(text, window)
-                    if ctx.settings.date_signals
-                    else QuerySignals.from_query(text, None, asks_when=False),
-                    [_signals(i, c, rows[c.id]) for i, c in enumerate(cut)],
-                ),
-            )
-        else:
-            # The date a cross-encoder sees is when the memory happened, never when it was
-            # stored or said (the ingest time would read as an event date).
-            documents = [
-                format_document(rows[c.id].text, rows[c.id].context, rows[c.id].occurred_start) for c in cut
-            ]
-            raw, normalised = yield Compute(
-                ctx.reranker.rerank, (text, documents, ctx.settings.rerank_batch_size)
-            )
+        raw, normalised = yield from _score(ctx, text, window, cut, rows)
     with watch.stage("boosts"):
         inputs = [_boost_input(c, rows[c.id], window) for c in cut]
         timed = ctx.settings.date_signals  # False: the question's time is ignored (ablations)
@@ -222,25 +227,78 @@ def _rank(
             if opts.k is not None
             else token_cut([rows[s.id].text for s in scored], opts.max_tokens, ctx.counter)
         )
+        relevance_by_id = {} if ctx.reranker.is_passthrough else {s.id: s.reranker for s in scored[:kept]}
         memories = [
-            _memory(rows[s.id], s.final, s.breakdown(fused_by_id[s.id], reranker_raw=raw_by_id.get(s.id)))
+            _memory(
+                rows[s.id],
+                s.final,
+                s.breakdown(fused_by_id[s.id], reranker_raw=raw_by_id.get(s.id)),
+                relevance=relevance_by_id.get(s.id),
+            )
             for s in scored[:kept]
         ]
-    return memories, [(c.id, s) for c, s in zip(cut, normalised, strict=True)]
+    ranked = [rows[s.id] for s in scored]
+    return memories, ranked, [(c.id, s) for c, s in zip(cut, normalised, strict=True)]
+
+
+def _score(
+    ctx: RecallContext,
+    text: str,
+    window: TimeWindow | None,
+    candidates: Sequence[FusedCandidate],
+    rows: Mapping[str, MemoryRow],
+    *,
+    offset: int = 0,
+) -> Plan[tuple[list[float] | None, list[float]]]:
+    """The reranker's ``(raw, normalised)`` scores of ``candidates`` (fused order, the first
+    at position ``offset``): the learned reranker's probabilities, a cross-encoder's raw and
+    sigmoid scores, or passthrough's rank-seeded scores (raw None)."""
+    if ctx.reranker.is_learned:
+        normalised: list[float] = yield Compute(
+            LearnedScorer.default().score,
+            (
+                QuerySignals.from_query(text, window)
+                if ctx.settings.date_signals
+                else QuerySignals.from_query(text, None, asks_when=False),
+                [_signals(offset + i, c, rows[c.id]) for i, c in enumerate(candidates)],
+            ),
+        )
+        return None, normalised
+    # The date a cross-encoder sees is when the memory happened, never when it was stored or
+    # said (the ingest time would read as an event date).
+    documents = [
+        format_document(rows[c.id].text, rows[c.id].context, rows[c.id].occurred_start) for c in candidates
+    ]
+    scored: tuple[list[float] | None, list[float]] = yield Compute(
+        ctx.reranker.rerank, (text, documents, ctx.settings.rerank_batch_size)
+    )
+    return scored
 
 
 def _chunks(
-    ctx: RecallContext, opts: RecallOptions, memories: Sequence[RecalledMemory]
-) -> Plan[dict[str, str]]:
-    """The memories' source chunks, in rank order, cut to ``max_chunk_tokens``."""
-    texts = yield from chunks_plan(opts.bank, list(dict.fromkeys(m.chunk_id for m in memories if m.chunk_id)))
+    ctx: RecallContext, opts: RecallOptions, ranked: Sequence[MemoryRow]
+) -> Plan[tuple[dict[str, str], frozenset[str]]]:
+    """The source texts of the ranked memories, in rank order, cut to ``max_chunk_tokens``
+    (the last one truncated, and flagged): a split memory's chunk (the whole item), or a
+    memory's own text when it was stored whole (keyed by its id)."""
+    keys = list(dict.fromkeys(r.chunk_id if r.chunk_id is not None else r.id for r in ranked))
+    stored = yield from chunks_plan(opts.bank, [r.chunk_id for r in ranked if r.chunk_id is not None])
+    own = {r.id: r.text for r in ranked if r.chunk_id is None}
+    texts = {k: stored[k] if k in stored else own[k] for k in keys if k in stored or k in own}
     ordered = list(texts)
     fill = chunk_fill([texts[c] for c in ordered], opts.max_chunk_tokens, ctx.counter)
-    return dict(zip(ordered[: fill.kept], fill.texts, strict=False))
+    kept = ordered[: fill.kept]
+    truncated = frozenset(k for k, cut in zip(kept, fill.truncated, strict=True) if cut)
+    return dict(zip(kept, fill.texts, strict=True)), truncated
 
 
 def _memory(
-    row: MemoryRow, score: float, scores: ScoreBreakdown, *, below_threshold: bool = False
+    row: MemoryRow,
+    score: float,
+    scores: ScoreBreakdown,
+    *,
+    below_threshold: bool = False,
+    relevance: float | None = None,
 ) -> RecalledMemory:
     return RecalledMemory(
         id=row.id,
@@ -259,6 +317,7 @@ def _memory(
         scores=scores,
         similarity=float(row.similarity) if row.similarity is not None else 0.0,
         below_threshold=below_threshold,
+        relevance=relevance,
     )
 
 

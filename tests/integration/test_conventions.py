@@ -44,7 +44,7 @@ def pending(reason: str) -> pytest.MarkDecorator:
 FILTERS = "metadata filters pushed into recall's SQL"
 K = "k means k (default 4, filled below thresholds)"
 IDS = "user ids returned, stable, delete/get_by_ids"
-SCORES = "scores are calibrated relevance (cosine until quality lands)"
+SCORES = "scores are the reranker's calibrated relevance"
 SEARCH_KWARGS = "search_kwargs / search_type like VectorStoreRetriever"
 FIELDS = "unknown constructor fields rejected"
 TAGS = "memory tags renamed to memory_tags"

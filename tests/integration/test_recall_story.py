@@ -270,7 +270,7 @@ def test_empty_query_is_an_error(engine: MemoryEngine, story: tuple[str, dict[st
         {"budget": ""},
         {"tags_match": "some"},
         {"tags_match": "ANY "},
-        {"max_tokens": 0},
+        {"max_tokens": -1},
         {"types": ["opinion"]},
     ],
 )

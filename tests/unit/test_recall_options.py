@@ -36,7 +36,7 @@ def test_engine_recall_signatures_come_from_the_options(method: object) -> None:
         ("budget", None),
         ("budget", 5),
         ("budget", "enormous"),
-        ("max_tokens", 0),
+        ("max_tokens", -1),
         ("max_tokens", "10"),
         ("max_tokens", True),
         ("max_chunk_tokens", -1),

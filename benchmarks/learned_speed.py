@@ -1,0 +1,162 @@
+"""Micro-benchmark of the learned reranker: featurize + score 300 candidates (issue 11.1: < 2 ms).
+
+The candidate list is synthetic and deterministic (chat-like texts of 5-60 words, some dated,
+a few with years written in them; every arm's ranks and scores), scored for three questions:
+plain, "when" and with a time window, so every feature path runs. Times are best-of-N CPU
+times of the thread (on a shared machine wall time mostly measures the neighbours); the
+ratio is to the weighted RRF of the same candidates' four arm lists in the same run
+(:func:`shared_core.recall.fusion.reciprocal_rank_fusion`), the pure stage just before it.
+Candidate texts are read once per process (a bank's memories recur query after query); the
+"first sight" column clears that cache before every run: the cost on texts never seen before.
+The last column is the per-candidate implementation this one replaced (same numbers).
+
+    .venv/bin/python benchmarks/learned_speed.py                 # table
+    .venv/bin/python benchmarks/learned_speed.py --repeat 30 --out docs/benchmarks/learned_speed.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import random
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from shared_core.recall.fusion import ArmHit, reciprocal_rank_fusion
+from shared_core.recall.learned import (
+    CandidateSignals,
+    LearnedScorer,
+    QuerySignals,
+    _featurize_rows,
+    _text_info,
+    featurize,
+)
+from shared_core.types import ARM_NAMES, ArmName, TimeWindow
+
+_VOCABULARY = (
+    "alice bob carol went to the support group yesterday and said she loved painting with her "
+    "kids at the lake in summer adopted a cat named pixel works at google as an engineer moved "
+    "from sweden after her grandmother passed running marathon charity race camping trip book "
+    "about glaciers violin workshop cremona nurse emergency room hospital zurich Caroline "
+    "Melanie LGBTQ Pride March Paris Lisbon Novabank"
+)
+_WORDS = tuple(_VOCABULARY.split())
+_QUESTIONS: tuple[tuple[str, TimeWindow | None], ...] = (
+    ("What does Caroline like about the support group?", None),
+    ("When did Melanie go camping with her kids?", None),
+    (
+        "Where did Alice work in 2022?",
+        TimeWindow(start=dt.datetime(2022, 1, 1, tzinfo=dt.UTC), end=dt.datetime(2023, 1, 1, tzinfo=dt.UTC)),
+    ),
+)
+
+
+def candidates(n: int = 300, seed: int = 7) -> list[CandidateSignals]:
+    """``n`` deterministic candidates in fused order."""
+    rng = random.Random(seed)
+    out = []
+    base = dt.datetime(2021, 1, 1, tzinfo=dt.UTC)
+    for i in range(n):
+        words = [rng.choice(_WORDS) for _ in range(rng.randint(5, 60))]
+        if rng.random() < 0.15:
+            words.insert(rng.randrange(len(words)), str(rng.randint(2015, 2025)))
+        arms: list[ArmName] = [a for a in ARM_NAMES if rng.random() < (0.9 if a == "semantic" else 0.4)]
+        ranks = {a: rng.randint(1, 300) for a in arms}
+        scores = {a: round(rng.uniform(0.1, 9.0 if a == "keyword" else 0.9), 4) for a in arms}
+        dated = rng.random() < 0.5
+        start = base + dt.timedelta(days=rng.randint(0, 1200)) if dated else None
+        out.append(
+            CandidateSignals(
+                position=i,
+                rrf=round(sum(1 / (60 + r) for r in ranks.values()), 6),
+                ranks=ranks,
+                arm_scores=scores,
+                cosine=round(rng.uniform(-0.1, 0.8), 4) if rng.random() < 0.95 else None,
+                text=" ".join(words).capitalize() + ".",
+                occurred_start=start,
+                occurred_end=start + dt.timedelta(days=1) if start and rng.random() < 0.3 else None,
+                mentioned_at=base + dt.timedelta(days=rng.randint(0, 1300)),
+                date_grain=rng.choice(("day", "month", "year", None)) if start else None,
+            )
+        )
+    return out
+
+
+def _best_ms(fn: Callable[[], Any], repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.thread_time()
+        fn()
+        best = min(best, time.thread_time() - t0)
+    return best * 1e3
+
+
+def measure(n: int = 300, repeat: int = 50) -> dict[str, Any]:
+    scorer = LearnedScorer.default()
+    cands = candidates(n)
+    lists = {
+        arm: [
+            ArmHit(id=str(i), score=c.arm_scores[arm])
+            for i, c in sorted(enumerate(cands), key=lambda t: t[1].ranks.get(arm, 10**6))
+            if arm in c.ranks
+        ]
+        for arm in ARM_NAMES
+    }
+    fusion = _best_ms(lambda: reciprocal_rank_fusion(lists), repeat)
+    rows: list[dict[str, Any]] = []
+    for question, window in _QUESTIONS:
+        query = QuerySignals.from_query(question, window)
+        features = _best_ms(lambda q=query: featurize(q, cands), repeat)  # type: ignore[misc]
+        total = _best_ms(lambda q=query: scorer.score(q, cands), repeat)  # type: ignore[misc]
+
+        def cold(q: QuerySignals = query) -> None:
+            _text_info.cache_clear()
+            scorer.score(q, cands)
+
+        first = _best_ms(cold, repeat)
+        reference = _best_ms(lambda q=query: scorer.logits(_featurize_rows(q, cands)), repeat)  # type: ignore[misc]
+        rows.append(
+            {
+                "question": question,
+                "window": window is not None,
+                "featurize_ms": round(features, 3),
+                "score_ms": round(total, 3),
+                "score_cold_ms": round(first, 3),
+                "per_candidate_reference_ms": round(reference, 3),
+                "ratio_to_fusion": round(total / fusion, 2),
+            }
+        )
+    return {"candidates": n, "repeat": repeat, "fusion_ms": round(fusion, 3), "rows": rows}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    p.add_argument("--n", type=int, default=300)
+    p.add_argument("--repeat", type=int, default=50)
+    p.add_argument("--out", type=Path, default=None)
+    args = p.parse_args(argv)
+    result = measure(args.n, args.repeat)
+    print(f"{args.n} candidates, best of {args.repeat}; RRF of the same lists: {result['fusion_ms']} ms\n")
+    print(
+        "| question | featurize ms | featurize + score ms | ratio to RRF | first sight of the texts ms "
+        "| per-candidate reference ms |\n|---|---:|---:|---:|---:|---:|"
+    )
+    for r in result["rows"]:
+        print(
+            f"| {r['question']} | {r['featurize_ms']} | {r['score_ms']} | {r['ratio_to_fusion']} | "
+            f"{r['score_cold_ms']} | {r['per_candidate_reference_ms']} |"
+        )
+    if args.out:
+        from _report import write_json
+
+        write_json(args.out, result)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
