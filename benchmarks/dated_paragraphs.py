@@ -609,11 +609,13 @@ def _bank(rng: random.Random, index: int, prefix: str, hard: bool = False) -> Co
     used: set[str] = set()
     turns: list[Turn] = []
     questions: list[Question] = []
+    # One article (document, "session") per person: conversation context at retain joins a
+    # paragraph to the previous paragraph of the same biography, never to another person's.
     for p in range(PEOPLE_PER_BANK):
         _, paragraphs, qs = _person(rng, p % len(_DOMAINS), used, recent=rng.random() < 0.25, hard=hard)
         for key, text in paragraphs:
             turns.append(
-                Turn(dia_id=f"B{index}:P{p}:{key}", speaker="", text=text, session=0, mentioned_at=INGESTED)
+                Turn(dia_id=f"B{index}:P{p}:{key}", speaker="", text=text, session=p, mentioned_at=INGESTED)
             )
         for question, category, key in qs:
             questions.append(
