@@ -128,7 +128,7 @@ def context_vectors(
     further back than one memory.
 
     >>> v = np.array([[1.0, 0.0], [0.0, 1.0]], dtype=np.float32)
-    >>> context_vectors(v, [None, 0], 1.0).round(3).tolist()
+    >>> context_vectors(v, [None, 0], 1.0).astype(np.float64).round(3).tolist()
     [[1.0, 0.0], [0.707, 0.707]]
     """
     out = vectors.copy()
