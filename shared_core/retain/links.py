@@ -155,6 +155,22 @@ class _IdRow:
     id: str
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _ResolvedKey:
+    """One row of :data:`RESOLVE_ENTITIES`: a key and its entity, if the bank has one."""
+
+    key: str
+    id: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _EntityKey:
+    """One row of :data:`UPSERT_ENTITIES` and :data:`KNOWN_ENTITY_KEYS`: an entity and its key."""
+
+    id: str
+    match_key: str
+
+
 def entity_plan(
     bank: str,
     units: Sequence[PreparedUnit],
@@ -183,12 +199,13 @@ def entity_plan(
     keys = sorted(by_key)
     entity_of: dict[str, str] = {}
     if keys:
-        rows = yield Query(
+        rows: list[_ResolvedKey] = yield Query(
             RESOLVE_ENTITIES,
             {"bank": bank, "keys": keys},
             settings={"pg_trgm.similarity_threshold": str(threshold)},
+            row_type=_ResolvedKey,
         )
-        entity_of = {r["key"]: r["id"] for r in rows if r["id"] is not None}
+        entity_of = {r.key: r.id for r in rows if r.id is not None}
     new_keys = [k for k in keys if k not in entity_of]
     seen_of: dict[str, _dt.datetime] = {}
     for unit, per_unit in zip(units, names, strict=True):
@@ -196,7 +213,7 @@ def entity_plan(
             key = entity_match_key(name)
             seen_of[key] = min(seen_of.get(key, unit.mentioned_at), unit.mentioned_at)
     if new_keys:
-        created = yield Query(
+        created: list[_EntityKey] = yield Query(
             UPSERT_ENTITIES,
             {
                 "bank": bank,
@@ -205,13 +222,16 @@ def entity_plan(
                 "keys": new_keys,
                 "seen": [seen_of[k] for k in new_keys],
             },
+            row_type=_EntityKey,
         )
-        entity_of.update({r["match_key"]: r["id"] for r in created})
+        entity_of.update({r.match_key: r.id for r in created})
 
     found = {(unit_id, entity_of[key]) for unit_id, key in mentions}
     if all_grams:  # after the upsert: this batch's new entities are known too
-        known = yield Query(KNOWN_ENTITY_KEYS, {"bank": bank, "keys": all_grams})
-        id_of = {r["match_key"]: r["id"] for r in known}
+        known: list[_EntityKey] = yield Query(
+            KNOWN_ENTITY_KEYS, {"bank": bank, "keys": all_grams}, row_type=_EntityKey
+        )
+        id_of = {r.match_key: r.id for r in known}
         for unit, unit_grams in zip(units, grams, strict=True):
             found.update((unit.id, id_of[g]) for g in unit_grams & id_of.keys())
     if not found:

@@ -9,15 +9,16 @@ An arm is two steps around one shared round trip:
   statement raised) to the arm's ranked :class:`~shared_core.recall.fusion.ArmHit` list. It
   may run more statements (the graph arm's fallback on timeout, the temporal arm's spread).
 
-Every arm reads the same typed :class:`ArmQuery`. A new arm is a module here with an
+Every arm reads the same typed :class:`ArmQuery`; arms whose rows are ``(id, score)`` read them
+as :class:`ScoredRow`. A new arm is a module here with an
 :data:`Arm` value, listed in :data:`ARMS` (and a name in :data:`shared_core.types.ArmName`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -32,7 +33,7 @@ from shared_core.storage.dimensions import Dimension
 from shared_core.storage.plan import Plan, Query
 from shared_core.types import FactType, TimeWindow
 
-__all__ = ["Arm", "ArmQuery", "ArmResult", "ranked", "rows_or_raise", "tag_clause"]
+__all__ = ["Arm", "ArmQuery", "ArmResult", "ScoredRow", "ranked", "rows_or_raise", "tag_clause"]
 
 
 def tag_clause(tags: Sequence[str] | None, mode: TagsMatch) -> sql.Composable:
@@ -115,22 +116,35 @@ class ArmResult:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ScoredRow:
+    """One row of an arm statement that ranks memories by one score (semantic, keyword, graph)."""
+
+    id: str
+    score: float
+
+
+R = TypeVar("R")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Arm:
-    """One retrieval arm: its first statement and the sub-plan that ranks its rows."""
+    """One retrieval arm: its first statement and the sub-plan that ranks its rows.
+
+    ``finish`` receives the rows of ``start``'s statement, typed by that query's ``row_type``.
+    """
 
     start: Callable[[ArmQuery], Query | None]
-    finish: Callable[[ArmQuery, Sequence[Mapping[str, Any]] | BaseException, Stopwatch], Plan[ArmResult]]
+    finish: Callable[[ArmQuery, Sequence[Any] | BaseException, Stopwatch], Plan[ArmResult]]
 
 
-def rows_or_raise(result: Sequence[Mapping[str, Any]] | BaseException) -> Sequence[Mapping[str, Any]]:
+def rows_or_raise(result: Sequence[R] | BaseException) -> Sequence[R]:
     """The rows of a concurrent statement, or the error it raised, re-raised."""
     if isinstance(result, BaseException):
         raise result
     return result
 
 
-def ranked(rows: Sequence[Mapping[str, Any]]) -> list[ArmHit]:
-    """Rows of ``(id, score)`` as hits, best score first (ties by id)."""
-    return sorted(
-        (ArmHit(id=row["id"], score=float(row["score"])) for row in rows), key=lambda h: (-h.score, h.id)
-    )
+def ranked(rows: Sequence[ScoredRow]) -> list[ArmHit]:
+    """Scored rows as hits, best score first (ties by id)."""
+    # float(): Postgres may hand a score over as numeric (a Decimal).
+    return sorted((ArmHit(id=row.id, score=float(row.score)) for row in rows), key=lambda h: (-h.score, h.id))

@@ -3,14 +3,14 @@ own entities and the top semantic and keyword hits, plus links from the semantic
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import psycopg
 from psycopg import sql
 
 from shared_core.extraction.entities import mention_keys
-from shared_core.recall.arms import Arm, ArmQuery, ArmResult, rows_or_raise
+from shared_core.recall.arms import Arm, ArmQuery, ArmResult, ScoredRow, rows_or_raise
 from shared_core.recall.arms.keyword import keyword_params, keyword_statement
 from shared_core.recall.fusion import ArmHit
 from shared_core.recall.timing import Stopwatch
@@ -104,8 +104,7 @@ scored AS (
         {sources}
     ) x GROUP BY unit_id
 )
-SELECT u.id::text AS id, sc.ew + %(graph_sw)s * sc.sw + sc.cw AS score,
-       sc.ew AS entity_weight, sc.sw AS semantic_weight, sc.cw AS causal_weight
+SELECT u.id::text AS id, sc.ew + %(graph_sw)s * sc.sw + sc.cw AS score
 FROM scored sc JOIN memory_units u ON u.bank_id = %(bank)s AND u.id = sc.unit_id
 WHERE u.fact_type = ANY(%(types)s::text[]) AND {tags}
   AND sc.ew + %(graph_sw)s * sc.sw + sc.cw > %(graph_min)s
@@ -176,12 +175,11 @@ def _start(q: ArmQuery) -> Query:
         graph_statement(q.where_sql, q.dimension, with_entities=True, keyword=keyword),
         _params(q),
         timeout_ms=q.settings.graph_timeout_ms,
+        row_type=ScoredRow,
     )
 
 
-def _finish(
-    q: ArmQuery, rows: Sequence[Mapping[str, Any]] | BaseException, watch: Stopwatch
-) -> Plan[ArmResult]:
+def _finish(q: ArmQuery, rows: Sequence[ScoredRow] | BaseException, watch: Stopwatch) -> Plan[ArmResult]:
     notes: tuple[str, ...] = ()
     if isinstance(rows, psycopg.errors.QueryCanceled):
         # Entity expansion over hub entities can blow up: fall back to links only, which are
@@ -192,12 +190,16 @@ def _finish(
         )
         with watch.stage("graph_fallback"):
             (rows,) = yield Concurrently(
-                (Query(graph_statement(q.where_sql, q.dimension, with_entities=False), _params(q)),)
+                (
+                    Query(
+                        graph_statement(q.where_sql, q.dimension, with_entities=False),
+                        _params(q),
+                        row_type=ScoredRow,
+                    ),
+                )
             )
     # Already ordered by the SQL (score, then id descending).
-    return ArmResult(
-        hits=[ArmHit(id=r["id"], score=float(r["score"])) for r in rows_or_raise(rows)], notes=notes
-    )
+    return ArmResult(hits=[ArmHit(id=r.id, score=float(r.score)) for r in rows_or_raise(rows)], notes=notes)
 
 
 GRAPH = Arm(start=_start, finish=_finish)

@@ -4,13 +4,13 @@ term statistics) or ``ts_rank_cd``; the query's words are chosen rarest first.""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from psycopg import sql
 
-from shared_core.recall.arms import Arm, ArmQuery, ArmResult, ranked, rows_or_raise
+from shared_core.recall.arms import Arm, ArmQuery, ArmResult, ScoredRow, ranked, rows_or_raise
 from shared_core.recall.query import KeywordRanking
 from shared_core.recall.timing import Stopwatch
 from shared_core.storage.plan import Plan, Query
@@ -187,12 +187,14 @@ def keyword_params(q: ArmQuery, n: int) -> dict[str, Any]:
 def _start(q: ArmQuery) -> Query | None:
     if not (q.words or q.bigrams):
         return None
-    return Query(keyword_statement(q.where_sql, q.settings.keyword), keyword_params(q, q.n * len(q.types)))
+    return Query(
+        keyword_statement(q.where_sql, q.settings.keyword),
+        keyword_params(q, q.n * len(q.types)),
+        row_type=ScoredRow,
+    )
 
 
-def _finish(
-    q: ArmQuery, rows: Sequence[Mapping[str, Any]] | BaseException, watch: Stopwatch
-) -> Plan[ArmResult]:
+def _finish(q: ArmQuery, rows: Sequence[ScoredRow] | BaseException, watch: Stopwatch) -> Plan[ArmResult]:
     max_terms = q.settings.keyword_max_terms
     cut = len(q.words) + len(q.bigrams) > max_terms
     return ArmResult(

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from psycopg import sql
 
-from shared_core.recall.arms import Arm, ArmQuery, ArmResult, ranked, rows_or_raise
+from shared_core.recall.arms import Arm, ArmQuery, ArmResult, ScoredRow, ranked, rows_or_raise
 from shared_core.recall.timing import Stopwatch
 from shared_core.storage.dimensions import Dimension
 from shared_core.storage.plan import Plan, Query
@@ -45,28 +44,27 @@ def _start(q: ArmQuery) -> Query:
     return Query(
         semantic_statement(q.types, q.where_sql, q.dimension),
         q.params(semantic_min=q.settings.semantic_min_similarity),
+        row_type=ScoredRow,
     )
 
 
-def relative_cut(rows: Sequence[Mapping[str, Any]], fraction: float | None) -> Sequence[Mapping[str, Any]]:
+def relative_cut(rows: Sequence[ScoredRow], fraction: float | None) -> Sequence[ScoredRow]:
     """Keep rows scoring at least ``fraction`` of the best score (all when ``fraction`` is
     None or the best is not positive): the cut for models whose cosine scale was not tuned.
 
-    >>> [r["id"] for r in relative_cut([{"id": "a", "score": 0.2}, {"id": "b", "score": 0.05}],
-    ...                                0.5)]
+    >>> rows = [ScoredRow(id="a", score=0.2), ScoredRow(id="b", score=0.05)]
+    >>> [r.id for r in relative_cut(rows, 0.5)]
     ['a']
     """
     if fraction is None or not rows:
         return rows
-    best = max(float(r["score"]) for r in rows)
+    best = max(float(r.score) for r in rows)
     if best <= 0:
         return rows
-    return [r for r in rows if float(r["score"]) >= best * fraction]
+    return [r for r in rows if float(r.score) >= best * fraction]
 
 
-def _finish(
-    q: ArmQuery, rows: Sequence[Mapping[str, Any]] | BaseException, watch: Stopwatch
-) -> Plan[ArmResult]:
+def _finish(q: ArmQuery, rows: Sequence[ScoredRow] | BaseException, watch: Stopwatch) -> Plan[ArmResult]:
     return ArmResult(hits=ranked(relative_cut(rows_or_raise(rows), q.settings.relative_semantic_cut)))
     yield  # a plan with no further I/O
 

@@ -14,12 +14,12 @@ were said or stored are not candidates: every chat turn has that date, so it say
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import re
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from psycopg import sql
 
@@ -151,6 +151,9 @@ NO_DATE_PROXIMITY = 0.5
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DatedHit:
+    """A memory with its similarity to the query and its dates: one row of
+    :func:`temporal_entry_statement` and :func:`dated_evidence_statement`."""
+
     id: str
     similarity: float
     occurred_start: _dt.datetime | None
@@ -212,20 +215,47 @@ def select_entry_points(
     return chosen
 
 
-def dated_hit(row: Mapping[str, Any], similarity: float = 0.0) -> DatedHit:
-    """A row carrying ``id`` and the four date columns, as a :class:`DatedHit`."""
-    return DatedHit(
-        id=row["id"],
-        similarity=similarity,
-        occurred_start=row["occurred_start"],
-        occurred_end=row["occurred_end"],
-        mentioned_at=row["mentioned_at"],
-        date_grain=row["date_grain"],
-    )
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _HopRow:
+    """One row of :func:`temporal_hop_statement`: a link from ``from_id`` to the dated ``id``."""
+
+    from_id: str
+    id: str
+    link_type: str
+    weight: float
+    similarity: float
+    occurred_start: _dt.datetime | None
+    occurred_end: _dt.datetime | None
+    mentioned_at: _dt.datetime | None
+    date_grain: DateGrain | None
+
+    @property
+    def hit(self) -> DatedHit:
+        return DatedHit(
+            id=self.id,
+            similarity=float(self.similarity),
+            occurred_start=self.occurred_start,
+            occurred_end=self.occurred_end,
+            mentioned_at=self.mentioned_at,
+            date_grain=self.date_grain,
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Reached:
+    """A memory the spread reached: the hop that reached it best, and the score it carried."""
+
+    hop: _HopRow
+    propagated: float
+
+
+def _dated(hit: DatedHit) -> DatedHit:
+    # Postgres may hand a similarity over as numeric (a Decimal): read it as float.
+    return dataclasses.replace(hit, similarity=float(hit.similarity))
 
 
 def _temporal_hits(
-    entries: Sequence[DatedHit], neighbours: Sequence[Mapping[str, Any]], window: TimeWindow
+    entries: Sequence[DatedHit], neighbours: Sequence[_Reached], window: TimeWindow
 ) -> list[ArmHit]:
     """Entry points score their proximity; neighbours the better of their own proximity and
     what spread to them. Sorted best first (the arm's rank order)."""
@@ -233,11 +263,11 @@ def _temporal_hits(
     for e in entries:
         own = temporal_proximity(e.date, window)
         hits[e.id] = (own, e.similarity, own)
-    for row in neighbours:
-        hit = dated_hit(row, float(row["similarity"]))
+    for reached in neighbours:
+        hit = reached.hop.hit
         own = temporal_proximity(hit.date, window) if hit.date else _NEIGHBOUR_NO_DATE_PROXIMITY
         # Spread evidence ranks the neighbour, but its proximity (and so its boost) is its own.
-        score = max(own, float(row["propagated"]))
+        score = max(own, float(reached.propagated))
         if hit.id not in hits or hits[hit.id][0] < score:
             hits[hit.id] = (score, hit.similarity, own)
     ranked = sorted(hits.items(), key=lambda kv: (-kv[1][0], -kv[1][1], kv[0]))
@@ -246,7 +276,7 @@ def _temporal_hits(
 
 def _spread(
     q: ArmQuery, entries: Sequence[DatedHit], window: TimeWindow, budget: int
-) -> Plan[list[dict[str, Any]]]:
+) -> Plan[list[_Reached]]:
     """Breadth-first spreading from the entry points, one statement per hop.
 
     score(neighbour) = score(parent) x link weight x (2 for causal links) x decay; a node keeps
@@ -256,32 +286,33 @@ def _spread(
     settings = q.settings
     statement = temporal_hop_statement(q.where_sql, q.dimension)
     best: dict[str, float] = {e.id: temporal_proximity(e.date, window) for e in entries}
-    reached: dict[str, dict[str, Any]] = {}
+    reached: dict[str, _Reached] = {}
     frontier = list(best)
     for _ in range(_TEMPORAL_MAX_DEPTH):
         if not frontier:
             break
-        rows = yield Query(
+        rows: list[_HopRow] = yield Query(
             statement,
             q.params(
                 frontier=[uuid.UUID(i) for i in frontier],
                 fanout=_TEMPORAL_FANOUT,
                 temporal_min=settings.temporal_min_similarity,
             ),
+            row_type=_HopRow,
         )
         grown: dict[str, float] = {}
         for row in rows:
-            boost = 1.0 if row["link_type"] == "temporal" else _CAUSAL_BOOST
-            score = best[row["from_id"]] * float(row["weight"]) * boost * settings.temporal_decay
-            if score <= _TEMPORAL_MIN_SCORE or score <= best.get(row["id"], 0.0):
+            boost = 1.0 if row.link_type == "temporal" else _CAUSAL_BOOST
+            score = best[row.from_id] * float(row.weight) * boost * settings.temporal_decay
+            if score <= _TEMPORAL_MIN_SCORE or score <= best.get(row.id, 0.0):
                 continue
-            best[row["id"]] = score
-            grown[row["id"]] = score
-            reached[row["id"]] = {**row, "propagated": score}
+            best[row.id] = score
+            grown[row.id] = score
+            reached[row.id] = _Reached(hop=row, propagated=score)
         frontier = sorted(grown, key=lambda i: -grown[i])[:_TEMPORAL_FRONTIER]
     entry_ids = {e.id for e in entries}
     neighbours = [r for i, r in reached.items() if i not in entry_ids]
-    neighbours.sort(key=lambda r: (-r["propagated"], r["id"]))
+    neighbours.sort(key=lambda r: (-r.propagated, r.hop.id))
     return neighbours[:budget]
 
 
@@ -289,32 +320,31 @@ def _start(q: ArmQuery) -> Query | None:
     if q.window is None:
         if not (q.asks_when and q.settings.temporal_when_questions):
             return None
-        return Query(dated_evidence_statement(q.where_sql, q.dimension), q.params())
+        return Query(dated_evidence_statement(q.where_sql, q.dimension), q.params(), row_type=DatedHit)
     return Query(
         temporal_entry_statement(q.where_sql, q.dimension),
         q.params(wstart=q.window.start, wend=q.window.end, pool=q.settings.temporal_entry_pool),
+        row_type=DatedHit,
     )
 
 
-def _finish(
-    q: ArmQuery, rows: Sequence[Mapping[str, Any]] | BaseException, watch: Stopwatch
-) -> Plan[ArmResult]:
+def _finish(q: ArmQuery, rows: Sequence[DatedHit] | BaseException, watch: Stopwatch) -> Plan[ArmResult]:
     window = q.window
     settings = q.settings
     if window is None:  # a "when" question: the matching memories that state a date
         hits = [
-            ArmHit(id=r["id"], score=float(r["similarity"]))
+            ArmHit(id=r.id, score=float(r.similarity))
             for r in rows_or_raise(rows)
-            if float(r["similarity"]) >= settings.temporal_min_similarity
+            if float(r.similarity) >= settings.temporal_min_similarity
         ]
         return ArmResult(hits=hits)
     with watch.stage("temporal_spread"):
-        pool = [dated_hit(r, float(r["similarity"])) for r in rows_or_raise(rows)]
+        pool = [_dated(r) for r in rows_or_raise(rows)]
         pool = [h for h in pool if h.similarity >= settings.temporal_min_similarity]
         entries = select_entry_points(
             pool, window, buckets=settings.temporal_buckets, keep=settings.temporal_entry_points
         )
-        neighbours: list[dict[str, Any]] = []
+        neighbours: list[_Reached] = []
         budget_left = q.n - len(entries)
         if entries and budget_left > 0:
             neighbours = yield from _spread(q, entries, window, budget_left)
