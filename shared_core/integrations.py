@@ -17,9 +17,9 @@ from shared_core.types import FACT_TYPES, FactType, MemoryItem, RecalledMemory
 
 __all__ = [
     "DATE_KEYS",
+    "PIECE_SEPARATOR",
     "DateKind",
     "EngineHandle",
-    "PIECE_SEPARATOR",
     "document_ids",
     "document_key",
     "first_date",
