@@ -40,7 +40,7 @@ from hindsight_langchain.search import (
 from shared_core.config import DEFAULT_BANK, DEFAULT_MAX_CHUNK_TOKENS, DEFAULT_MAX_TOKENS
 from shared_core.engine import AsyncMemoryEngine, MemoryEngine
 from shared_core.errors import ConfigurationError
-from shared_core.integrations import EngineHandle, relevance, resolve_engine
+from shared_core.integrations import EngineHandle, document_ids, relevance, resolve_engine
 from shared_core.recall.mmr import mmr_select
 from shared_core.recall.options import Budget, RecallOptions, recall_option_names
 from shared_core.recall.query import TagsMatch
@@ -276,15 +276,20 @@ class HindsightRetriever(BaseRetriever):
         return progress if progress is not None else self.progress
 
     def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
-        """The documents with these ids, as they were added (ids not found are skipped)."""
-        return [_stored(d) for d in self.engine.get_documents(ids, bank=self.bank)]
+        """The documents with these ids, as they were added (ids not found are skipped).
+
+        A recalled piece of a document retain split (id ``<id>#<n>``) resolves to the whole
+        document it came from, returned under the user's id."""
+        return [_stored(d) for d in self.engine.get_documents(document_ids(ids), bank=self.bank)]
 
     async def aget_by_ids(self, ids: Sequence[str], /) -> list[Document]:
         """Async twin of :meth:`get_by_ids`."""
-        return [_stored(d) for d in await self.engine.aget_documents(ids, bank=self.bank)]
+        found = await self.engine.aget_documents(document_ids(ids), bank=self.bank)
+        return [_stored(d) for d in found]
 
     def delete(self, ids: Sequence[str] | None = None, **kwargs: Any) -> bool:
-        """Delete the documents with these ids (and their memories, links and chunks)."""
+        """Delete the documents with these ids (and their memories, links and chunks); the
+        user's id of a split document removes every piece."""
         self.engine.delete_documents(_ids(ids), bank=kwargs.get("bank", self.bank))
         return True
 

@@ -79,6 +79,10 @@ def memory_to_node(memory: RecalledMemory, bank: str | None = None) -> NodeWithS
     meta: dict[str, Any] = dict(memory.metadata)
     ref_doc_id = meta.pop(REF_DOC_KEY, None)
     relationships: dict[NodeRelationship, RelatedNodeInfo | list[RelatedNodeInfo]] = {}
+    if not isinstance(ref_doc_id, str) and memory.pieces > 1:
+        # A piece of a node retain split (id ``<id>#<n>``) points at the node it came from,
+        # as LlamaIndex's own splitters point a chunk at its source document.
+        ref_doc_id = memory.document_id
     if isinstance(ref_doc_id, str):
         relationships[NodeRelationship.SOURCE] = RelatedNodeInfo(node_id=ref_doc_id)
     node = TextNode(id_=document_key(memory), text=memory.text, metadata=meta, relationships=relationships)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from shared_core.engine import AsyncMemoryEngine, MemoryEngine
@@ -17,8 +17,10 @@ from shared_core.types import FACT_TYPES, FactType, MemoryItem, RecalledMemory
 
 __all__ = [
     "DATE_KEYS",
+    "PIECE_SEPARATOR",
     "DateKind",
     "EngineHandle",
+    "document_ids",
     "document_key",
     "first_date",
     "from_aware",
@@ -171,9 +173,44 @@ def relevance(memory: RecalledMemory) -> float:
     return min(max(float(similarity), 0.0), 1.0)
 
 
+PIECE_SEPARATOR = "#"
+"""Joins a document id and a piece number in the id of one piece of a split document."""
+
+
 def document_key(memory: RecalledMemory) -> str:
-    """The id a framework sees: the id its user gave (``document_id``), else the memory id."""
-    return memory.document_id if memory.document_id is not None else memory.id
+    """The id a framework sees: the id its user gave (``document_id``) for a document stored
+    whole, ``<document_id>#<n>`` (``n`` from 0, in text order) for each piece of a document
+    retain split into several memories, else the memory id. Stable across re-adds, and
+    distinct per piece, so LangChain's and LlamaIndex's de-duplication by id keeps them apart.
+
+    >>> document_key(RecalledMemory(id="m", text="t", fact_type="world", score=1.0,
+    ...                             document_id="doc-1"))
+    'doc-1'
+    >>> document_key(RecalledMemory(id="m", text="t", fact_type="world", score=1.0,
+    ...                             document_id="doc-1", piece=2, pieces=5))
+    'doc-1#2'
+    """
+    if memory.document_id is None:
+        return memory.id
+    if memory.pieces > 1:
+        return f"{memory.document_id}{PIECE_SEPARATOR}{memory.piece}"
+    return memory.document_id
+
+
+def document_ids(ids: Sequence[str]) -> list[str]:
+    """The stored document ids to look up for ``ids``: each id as given, plus, for a piece id
+    (``<document_id>#<n>``, see :func:`document_key`), the id of the document it came from.
+
+    >>> document_ids(["a", "b#3", "c#x"])
+    ['a', 'b#3', 'b', 'c#x']
+    """
+    out: list[str] = []
+    for key in ids:
+        out.append(key)
+        head, sep, tail = key.rpartition(PIECE_SEPARATOR)
+        if sep and head and tail.isdigit() and head not in out:
+            out.append(head)
+    return out
 
 
 def memory_metadata(memory: RecalledMemory) -> dict[str, Any]:

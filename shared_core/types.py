@@ -255,6 +255,10 @@ class RecalledMemory:
     metadata: Mapping[str, Any] = field(default_factory=dict)
     document_id: str | None = None
     chunk_id: str | None = None
+    #: This memory's position among its document's memories (0-based, in the order retain
+    #: created them) and how many there are: a long document is split into several.
+    piece: int = 0
+    pieces: int = 1
     entities: tuple[str, ...] = ()
     scores: ScoreBreakdown = field(default_factory=ScoreBreakdown)
     #: Cosine similarity of the memory to the query (every returned memory has one).

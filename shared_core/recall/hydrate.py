@@ -22,6 +22,15 @@ HYDRATE = """
 SELECT u.id::text AS id, u.text, u.context, u.fact_type, u.occurred_start, u.occurred_end,
        u.mentioned_at, u.date_grain, u.tags, u.metadata, u.proof_count, u.document_id,
        u.chunk_id, 1 - (u.embedding <=> %(qvec)s) AS similarity,
+       -- A document's memories in creation order (UUIDv7 ids): a re-add recreates them in the
+       -- same order, so (piece, pieces) and the id an adapter derives from them are stable.
+       CASE WHEN u.document_id IS NULL THEN 0 ELSE
+         (SELECT count(*) FROM memory_units p
+          WHERE p.bank_id = u.bank_id AND p.document_id = u.document_id AND p.id < u.id) END::int
+         AS piece,
+       CASE WHEN u.document_id IS NULL THEN 1 ELSE
+         (SELECT count(*) FROM memory_units p
+          WHERE p.bank_id = u.bank_id AND p.document_id = u.document_id) END::int AS pieces,
        coalesce((SELECT array_agg(e.canonical_name ORDER BY e.canonical_name)
                  FROM unit_entities ue JOIN entities e
                    ON e.bank_id = ue.bank_id AND e.id = ue.entity_id
@@ -52,6 +61,10 @@ class MemoryRow:
     chunk_id: str | None
     #: Cosine similarity with the query (None for a memory stored without an embedding).
     similarity: float | None
+    #: Position of this memory among its document's memories (0-based, creation order).
+    piece: int
+    #: How many memories the document was stored as (1: stored whole).
+    pieces: int
     entities: Sequence[str]
 
 

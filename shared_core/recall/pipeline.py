@@ -313,6 +313,8 @@ def _memory(
         metadata=row.metadata,
         document_id=row.document_id,
         chunk_id=row.chunk_id,
+        piece=row.piece,
+        pieces=row.pieces,
         entities=tuple(row.entities),
         scores=scores,
         similarity=float(row.similarity) if row.similarity is not None else 0.0,

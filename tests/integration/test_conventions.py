@@ -346,6 +346,58 @@ async def test_adelete_and_get_by_ids(engine: MemoryEngine, bank: str) -> None:
     assert li.retrieve("bicycles") == []
 
 
+# A text well over the default unit_max_tokens (512), so retain splits it into sentence windows
+# (DEFAULT_SENTENCE_WINDOW_TOKENS, 128): each sentence names a different person, place and craft.
+_NAMES = ["Amara", "Bastian", "Chiara", "Dmitri", "Elif", "Farid", "Greta", "Hiro", "Ines", "Jonas"]
+_PLACES = ["Lisbon", "Oslo", "Nairobi", "Quito", "Hanoi", "Tbilisi", "Perth", "Utrecht", "Cusco", "Riga"]
+_CRAFTS = [
+    "pottery",
+    "sailing",
+    "beekeeping",
+    "chess",
+    "glassblowing",
+    "falconry",
+    "origami",
+    "fencing",
+    "astronomy",
+    "bookbinding",
+]
+LONG_TEXT = " ".join(
+    f"In chapter {i + 1}, {n} moved to {p} and spent every weekend learning {c} with a patient "
+    f"teacher, keeping a careful diary of each lesson, each mistake and each small success."
+    for i, (n, p, c) in enumerate(zip(_NAMES * 3, _PLACES * 3, _CRAFTS * 3, strict=True))
+)
+
+
+def test_split_document_pieces_get_stable_distinct_ids(engine: MemoryEngine, bank: str) -> None:
+    assert engine.config.unit_max_tokens < len(LONG_TEXT.split())  # the document is split
+    r = LangChainRetriever(engine=engine, bank=bank)
+    r.add_documents([Document(id="long-1", page_content=LONG_TEXT, metadata={"kind": "diary"})])
+    first = {d.id: d.page_content for d in r.invoke("Who learned falconry?", k=50)}
+    assert len(first) > 1 and all(i is not None and i.startswith("long-1#") for i in first)
+    assert sorted(first) == sorted(f"long-1#{n}" for n in range(len(first)))
+    r.add_documents([Document(id="long-1", page_content=LONG_TEXT, metadata={"kind": "diary"})])
+    again = {d.id: d.page_content for d in r.invoke("Who learned falconry?", k=50)}
+    assert again == first  # same ids for the same pieces after a re-add, nothing doubled
+    whole = r.get_by_ids(["long-1#1"])
+    assert [(d.id, d.page_content) for d in whole] == [("long-1", LONG_TEXT)]
+    assert ids(r.get_by_ids(["long-1"])) == ["long-1"]
+    r.delete(["long-1"])
+    assert r.invoke("Who learned falconry?") == [] and r.get_by_ids(["long-1", "long-1#0"]) == []
+
+
+def test_llamaindex_split_node_pieces_get_stable_distinct_ids(engine: MemoryEngine, bank: str) -> None:
+    li = LlamaIndexRetriever(engine, bank=bank, similarity_top_k=50)
+    li.insert([TextNode(id_="long-n", text=LONG_TEXT)])
+    first = {n.node.node_id: n.node.get_content() for n in li.retrieve("Who learned falconry?")}
+    assert len(first) > 1 and sorted(first) == sorted(f"long-n#{i}" for i in range(len(first)))
+    assert {n.node.ref_doc_id for n in li.retrieve("Who learned falconry?")} == {"long-n"}
+    li.insert([TextNode(id_="long-n", text=LONG_TEXT)])
+    assert {n.node.node_id: n.node.get_content() for n in li.retrieve("Who learned falconry?")} == first
+    li.delete(["long-n"])
+    assert li.retrieve("Who learned falconry?") == []
+
+
 # ----------------------------------------------------------------------------- 5. scores
 
 
