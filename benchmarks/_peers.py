@@ -327,7 +327,9 @@ def _llama_as_langchain(llama_retriever: Any) -> Any:
 
 
 def langchain_bm25_available() -> bool:
+    # LangChain's BM25Retriever imports, but needs rank_bm25 only when it is built.
     try:
+        import rank_bm25  # noqa: F401
         from langchain_classic.retrievers import BM25Retriever  # noqa: F401
     except Exception:
         return False
