@@ -48,6 +48,8 @@ def _row(memory_id: str, text: str, **extra: Any) -> dict[str, Any]:
         "document_id": None,
         "chunk_id": None,
         "similarity": 0.5,
+        "piece": 0,
+        "pieces": 1,
         "entities": [],
     }
     row.update(extra)

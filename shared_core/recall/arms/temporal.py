@@ -81,15 +81,19 @@ ORDER BY {vec} <=> {qvec}
 LIMIT %(pool)s""")
 
 
-def temporal_entry_statement(tags: sql.Composable, dimension: Dimension) -> sql.Composed:
-    """The most similar memories dated inside the window (occurred or mentioned)."""
-    return _TEMPORAL_ENTRY.format(
+def _dated_statement(template: sql.SQL, tags: sql.Composable, dimension: Dimension) -> sql.Composed:
+    return template.format(
         dated=_DATED_COLUMNS,
         tags=tags,
         vec=dimension.column,
         qvec=dimension.query(),
         dims=dimension.predicate,
     )
+
+
+def temporal_entry_statement(tags: sql.Composable, dimension: Dimension) -> sql.Composed:
+    """The most similar memories dated inside the window (occurred or mentioned)."""
+    return _dated_statement(_TEMPORAL_ENTRY, tags, dimension)
 
 
 _DATED_EVIDENCE = sql.SQL("""
@@ -103,13 +107,7 @@ LIMIT %(n)s""")
 
 def dated_evidence_statement(tags: sql.Composable, dimension: Dimension) -> sql.Composed:
     """The memories most similar to the query among those whose text stated a time."""
-    return _DATED_EVIDENCE.format(
-        dated=_DATED_COLUMNS,
-        tags=tags,
-        vec=dimension.column,
-        qvec=dimension.query(),
-        dims=dimension.predicate,
-    )
+    return _dated_statement(_DATED_EVIDENCE, tags, dimension)
 
 
 # One hop of spreading along temporal and causal links: for each frontier memory, its
