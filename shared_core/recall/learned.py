@@ -34,7 +34,6 @@ True
 
 from __future__ import annotations
 
-import bisect
 import datetime as _dt
 import functools
 import json
@@ -51,6 +50,7 @@ import numpy.typing as npt
 from shared_core.recall.arms.temporal import asks_when as _asks_when
 from shared_core.recall.arms.temporal import temporal_proximity
 from shared_core.recall.boosts import effective_date
+from shared_core.recall.text_scan import TextScan
 from shared_core.types import ARM_NAMES, ArmName, DateGrain, TimeWindow
 
 __all__ = [
@@ -98,41 +98,10 @@ def _alternation(words: frozenset[str], *, whole: bool) -> re.Pattern[str] | Non
 
 
 _RUN = re.compile(r"\w+")
-# Content terms are word prefixes of these lengths (see _content_terms).
-_TERM_LENGTHS: Final = (6, 5, 4, 3)
-
-
-@dataclass(frozen=True, slots=True)
-class _TextInfo:
-    """What the features read from one candidate text, computed once per distinct text."""
-
-    runs: frozenset[str]  # the lower-cased text's \w+ runs (a regex ``\b`` word start is a run start)
-    ordered: tuple[str, ...]  # the runs, sorted: the runs starting with a term are adjacent
-    years: tuple[int, ...]  # _YEAR matches in the original text
-    log_words: float
-
-
-@functools.lru_cache(maxsize=16384)
-def _text_info(text: str) -> _TextInfo:
-    # A bank's memories come back query after query: their word runs are read once.
-    runs = frozenset(_RUN.findall(text.lower()))
-    words = len(text.split())
-    return _TextInfo(
-        runs=runs,
-        ordered=tuple(sorted(runs)),
-        years=tuple(int(y) for y in _YEAR.findall(text)),
-        log_words=math.log(min(max(words, _MIN_WORDS), _MAX_WORDS)),
-    )
-
-
-def _starts_a_run(ordered: Sequence[str], prefix: str) -> bool:
-    """Whether a run of ``ordered`` (sorted) starts with ``prefix``: the first run not below
-    it does if any does."""
-    i = bisect.bisect_left(ordered, prefix)
-    return i < len(ordered) and ordered[i].startswith(prefix)
 
 
 def _plain(words: frozenset[str]) -> bool:
+    """Whether every word is made of word characters only (what :class:`TextScan` compares)."""
     return all(_RUN.fullmatch(w) for w in words)
 
 
@@ -146,22 +115,15 @@ class QuerySignals:
     window: TimeWindow | None
     _terms_re: re.Pattern[str] | None = field(default=None, repr=False, compare=False)
     _names_re: re.Pattern[str] | None = field(default=None, repr=False, compare=False)
-    # How coverage is computed from a text's cached runs (identical to the regex scans):
-    # "set" when no term is a prefix of another (each run holds at most one term: a set
-    # intersection), "runs" otherwise (per run, the longest term it starts with, as the
-    # longest-first alternation finds), "regex" for terms of other shapes.
-    _term_mode: str = field(default="regex", repr=False, compare=False)
-    _names_plain: bool = field(default=False, repr=False, compare=False)
+    # Whether :func:`featurize` computes coverage for all candidates at once (TextScan, the
+    # same numbers as the regexes): terms and names of word characters only, as from_query
+    # makes them.
+    _scannable: bool = field(default=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_terms_re", _alternation(self.terms, whole=False))
         object.__setattr__(self, "_names_re", _alternation(self.names, whole=True))
-        mode = "regex"
-        if _plain(self.terms) and all(len(t) in _TERM_LENGTHS for t in self.terms):
-            nested = any(a != b and b.startswith(a) for a in self.terms for b in self.terms)
-            mode = "runs" if nested else "set"
-        object.__setattr__(self, "_term_mode", mode)
-        object.__setattr__(self, "_names_plain", _plain(self.names))
+        object.__setattr__(self, "_scannable", _plain(self.terms) and _plain(self.names))
 
     @classmethod
     def from_query(
@@ -188,26 +150,6 @@ class QuerySignals:
         names = (
             len(set(self._names_re.findall(lowered))) / len(self.names) if self._names_re is not None else 0.0
         )
-        return terms, names
-
-    def _coverage(self, text: str, info: _TextInfo) -> tuple[float, float]:
-        """:meth:`coverage` of ``text`` from its cached runs (same numbers, no regex scan)."""
-        if self._term_mode == "regex" or not self._names_plain:
-            return self.coverage(text.lower())
-        terms = 0.0
-        if self.terms:
-            if self._term_mode == "set":
-                found = sum(_starts_a_run(info.ordered, t) for t in self.terms)
-            else:
-                found = len(
-                    {
-                        next((r[:n] for n in _TERM_LENGTHS if len(r) >= n and r[:n] in self.terms), "")
-                        for r in info.runs
-                    }
-                    - {""}
-                )
-            terms = found / len(self.terms)
-        names = len(self.names & info.runs) / len(self.names) if self.names else 0.0
         return terms, names
 
 
@@ -338,9 +280,11 @@ FEATURE_NAMES: Final[tuple[str, ...]] = (
 def featurize(query: QuerySignals, candidates: Sequence[CandidateSignals]) -> npt.NDArray[np.float64]:
     """One row of :data:`FEATURE_NAMES` per candidate (per-query normalisation included).
 
-    Built column by column: each candidate text's word runs, years and length are read once
-    per process (:func:`_text_info`), the arithmetic is numpy's; the numbers are those of the
-    per-candidate :func:`_row` (a recorded test keeps them identical).
+    Built column by column for all candidates at once: one pass in Python over the candidates'
+    numbers, one vectorised pass over all their texts (:class:`TextScan`: word counts, years,
+    term and name coverage), no per-text cache (recall's candidates are mostly texts the
+    process has not seen). The numbers are those of the per-candidate :func:`_row`, the
+    readable spec (``tests/unit/test_learned_recorded.py`` keeps them identical, bit for bit).
 
     >>> q = QuerySignals.from_query("Who plays violin?", None)
     >>> featurize(q, [CandidateSignals(position=0, rrf=0.02, cosine=0.5, text="x")]).shape
@@ -349,14 +293,27 @@ def featurize(query: QuerySignals, candidates: Sequence[CandidateSignals]) -> np
     n = len(candidates)
     if not n:
         return np.zeros((0, len(FEATURE_NAMES)))
-    infos = [_text_info(c.text) for c in candidates]
-    cosines = np.asarray(
-        [c.cosine if c.cosine is not None else c.arm_scores.get("semantic", 0.0) for c in candidates],
+    nan = math.nan
+    numbers = np.array(
+        [
+            (
+                c.position,
+                c.rrf,
+                c.cosine if c.cosine is not None else c.arm_scores.get("semantic", 0.0),
+                max(c.arm_scores.get("keyword", 0.0), 0.0),
+                min(max(c.arm_scores.get("graph", 0.0), 0.0), 3.0) / 3.0,
+                len(c.ranks),
+                c.occurred_start is not None or c.occurred_end is not None,
+                *(c.ranks.get(arm, nan) for arm in ARM_NAMES),
+            )
+            for c in candidates
+        ],
         dtype=np.float64,
     )
-    keywords = np.asarray([max(c.arm_scores.get("keyword", 0.0), 0.0) for c in candidates], dtype=np.float64)
-    rrf = np.asarray([c.rrf for c in candidates], dtype=np.float64)
+    position, rrf, cosines, keywords, graph, n_arms, dated = numbers[:, :7].T
+    ranks = numbers[:, 7:].T
     best_cosine, best_keyword, best_rrf = cosines.max(), keywords.max(), rrf.max()
+    scan = TextScan.of([c.text for c in candidates])
     out = np.zeros((n, len(FEATURE_NAMES)), dtype=np.float64)
     col = 0
 
@@ -366,44 +323,119 @@ def featurize(query: QuerySignals, candidates: Sequence[CandidateSignals]) -> np
         col += 1
 
     put(1.0)
-    put([math.log1p(c.position) for c in candidates])
+    put(_log1p(position))
     put(rrf / best_rrf if best_rrf > 0 else 0.0)
-    for arm in ARM_NAMES:
-        ranks = [c.ranks.get(arm) for c in candidates]
-        found = np.asarray([r is not None for r in ranks], dtype=np.float64)
+    for rank in ranks:
+        found = ~np.isnan(rank)
         put(found)
-        put([0.0 if r is None else _RRF_K / (_RRF_K + r) for r in ranks])
-    put([float(len(c.ranks)) for c in candidates])
+        put(np.where(found, _RRF_K / (_RRF_K + rank), 0.0))
+    put(n_arms)
     put(cosines)
     put(cosines - best_cosine)
     put(keywords / best_keyword if best_keyword > 0 else 0.0)
-    put([min(max(c.arm_scores.get("graph", 0.0), 0.0), 3.0) / 3.0 for c in candidates])
-    cover = [query._coverage(c.text, info) for c, info in zip(candidates, infos, strict=True)]
-    put([t for t, _ in cover])
-    put([m for _, m in cover])
+    put(graph)
+    if query._scannable:
+        put(scan.prefix_cover(sorted(query.terms)) if query.terms else 0.0)
+        put(scan.word_cover(sorted(query.names)) if query.names else 0.0)
+    else:
+        cover = [query.coverage(c.text.lower()) for c in candidates]
+        put([t for t, _ in cover])
+        put([m for _, m in cover])
+    years = _years(scan) if query.window is not None or query.asks_when else {}
     window = query.window
     if window is not None:
-        proximity = [c.proximity(window) for c in candidates]
+        proximity = _proximities(candidates, window)
         put([0.0 if p is None else p for p in proximity])
         put([float(p is None) for p in proximity])
-        years = [
-            _year_features(c.text, window, info.years) for c, info in zip(candidates, infos, strict=True)
-        ]
-        put([y[0] for y in years])
-        put([y[1] for y in years])
+        stated = np.zeros((2, n))
+        for i, written in years.items():
+            stated[:, i] = _year_features("", window, written)
+        put(stated[0])
+        put(stated[1])
     else:
         col += 4
     if query.asks_when:
-        put([float(c.occurred_start is not None or c.occurred_end is not None) for c in candidates])
-        put([float(bool(info.years)) for info in infos])
+        put(dated)
+        written = np.zeros(n)
+        written[list(years)] = 1.0
+        put(written)
     else:
         col += 2
-    put([info.log_words for info in infos])
+    put(_LOG_WORDS[np.clip(scan.words, _MIN_WORDS, _MAX_WORDS)])
     # Without a window the temporal arm answers a "when" question: its rank among the matching
     # memories that state their own date.
-    when_ranks = [c.ranks.get("temporal") if window is None else None for c in candidates]
-    put([0.0 if r is None else _RRF_K / (_RRF_K + r) for r in when_ranks])
+    if window is None:
+        temporal = ranks[ARM_NAMES.index("temporal")]
+        put(np.where(np.isnan(temporal), 0.0, _RRF_K / (_RRF_K + temporal)))
+    else:
+        col += 1
     assert col == len(FEATURE_NAMES), "a feature column is missing"
+    return out
+
+
+# math.log of the clipped word count and math.log1p of small positions, as tables: numpy's
+# vectorised log may differ from the C library's in the last bit, a table cannot.
+_LOG_WORDS: Final = np.array([math.log(max(k, 1)) for k in range(_MAX_WORDS + 1)])
+_LOG1P_TABLE: Final = np.array([math.log1p(k) for k in range(1024)])
+
+
+def _log1p(position: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    index = position.astype(np.intp)
+    if len(position) and (index == position).all() and index.min() >= 0 and index.max() < len(_LOG1P_TABLE):
+        out: npt.NDArray[np.float64] = _LOG1P_TABLE[index]
+        return out
+    return np.array([math.log1p(p) for p in position.tolist()])
+
+
+def _years(scan: TextScan) -> dict[int, list[int]]:
+    """The years each text writes (texts writing none left out), as :data:`_YEAR` finds them:
+    a match starts at a word start and ends at a word end, so it is a 4-character word
+    (a run of ``\\w``) starting with 1 or 2 that the pattern matches whole."""
+    years: dict[int, list[int]] = {}
+    for i, run in scan.runs(4, "12"):
+        if _YEAR.fullmatch(run):
+            years.setdefault(i, []).append(int(run))
+    return years
+
+
+_MICROSECOND: Final = _dt.timedelta(microseconds=1)
+
+
+def _offset(date: _dt.datetime, centre: _dt.datetime) -> int:
+    """Microseconds from ``centre`` (aware, UTC) to ``date`` (naive taken as UTC, as_utc)."""
+    if date.tzinfo is None:
+        date = date.replace(tzinfo=_dt.UTC)
+    return (date - centre) // _MICROSECOND
+
+
+def _proximities(candidates: Sequence[CandidateSignals], window: TimeWindow) -> list[float | None]:
+    """:meth:`CandidateSignals.proximity` of every candidate, in integer microseconds where
+    effective_date's arithmetic allows (the same numbers: timedelta halves round half to
+    even, total_seconds divides the microseconds by 10**6)."""
+    centre = window.centre
+    half = window.span.total_seconds() / 2
+    out: list[float | None] = []
+    for c in candidates:
+        start, end = c.occurred_start, c.occurred_end
+        offset: int | None
+        if start is not None and end is not None:
+            low, high = sorted((_offset(start, centre), _offset(end, centre)))
+            quotient, odd = divmod(high - low, 2)
+            offset = low + quotient + (odd & quotient)  # half to even
+        elif end is not None:
+            offset = _offset(end, centre)
+        elif start is not None and c.date_grain is None:
+            offset = _offset(start, centre)
+        elif start is not None:
+            date = effective_date(start, end, c.mentioned_at, c.date_grain)
+            offset = None if date is None else _offset(date, centre)
+        else:
+            offset = None if c.mentioned_at is None else _offset(c.mentioned_at, centre)
+        if offset is None:
+            out.append(None)
+            continue
+        distance = abs(offset / 1_000_000)
+        out.append((1.0 if distance == 0 else 0.0) if half <= 0 else 1.0 - min(distance / half, 1.0))
     return out
 
 
@@ -491,7 +523,8 @@ class LearnedScorer:
         if not candidates:
             return []
         z = np.clip(self.logits(featurize(query, candidates)), -40.0, 40.0)
-        return [float(p) for p in 1.0 / (1.0 + np.exp(-z))]
+        scores: list[float] = (1.0 / (1.0 + np.exp(-z))).tolist()
+        return scores
 
 
 @functools.cache

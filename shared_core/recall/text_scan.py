@@ -1,0 +1,187 @@
+r"""Word runs, word counts and short runs of many texts, read in one vectorised pass.
+
+The learned reranker (:mod:`shared_core.recall.learned`) reads three things from every
+candidate text: its number of whitespace-separated words (``len(text.split())``), the years
+it writes, and which of the question's terms (as word prefixes) and names (as whole words) its
+lower-cased form contains. Read text by text with regexes that costs some 20 µs a text, and
+recall's candidates are mostly texts the process has never seen. Here the texts are joined
+with a newline (whitespace, and not a word character: for ``str.split`` and for the regex
+``\b`` it acts as each text's start and end), turned into one array of code points and read
+with numpy (ASCII texts, the usual case, as bytes classified by ``bytes.translate``): a run of
+word characters (regex ``\w``: ``str.isalnum()`` or ``_``) starts where a word character
+follows a non-word one, and a match of ``\b(?:…)`` can only begin at such a start.
+The per-text regexes stay the spec; ``tests/unit/test_learned_recorded.py`` compares.
+
+>>> scan = TextScan.of(["Mara repairs violins.", "", "Violinists and viola players"])
+>>> scan.words.tolist()
+[3, 0, 4]
+>>> scan.prefix_cover(["violin", "viol"]).tolist()  # one match per run: the longest term
+[0.5, 0.0, 1.0]
+>>> scan.word_cover(["mara", "players"]).tolist()
+[0.5, 0.0, 0.5]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["TextScan"]
+
+_SEP: Final = "\n"
+
+
+def _is_word(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
+
+
+# Per character below 128 (index 128: any other, classified one by one).
+_ASCII_WORD: Final = np.array([_is_word(chr(i)) for i in range(128)] + [False])
+_ASCII_SPACE: Final = np.array([chr(i).isspace() for i in range(128)] + [False])
+# The same as bytes.translate tables (ASCII text: one C pass per class).
+_WORD_BYTES: Final = _ASCII_WORD[np.minimum(np.arange(256), 128)].tobytes()
+_SPACE_BYTES: Final = _ASCII_SPACE[np.minimum(np.arange(256), 128)].tobytes()
+
+_Ints = npt.NDArray[np.intp]
+_Bools = npt.NDArray[np.bool_]
+_Codes = npt.NDArray[np.uint8] | npt.NDArray[np.uint32]
+
+
+def _codes(text: str) -> npt.NDArray[np.uint32]:
+    # surrogatepass: a lone surrogate is a code point like any other (not a word, not a space)
+    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+
+
+def _classify(codes: npt.NDArray[np.uint32], table: _Bools, test: Callable[[str], bool]) -> _Bools:
+    """``test(chr(c))`` for every code point: from ``table`` below 128, else once per distinct one."""
+    out = table[np.minimum(codes, 128)]
+    high = np.flatnonzero(codes >= 128)
+    if len(high):
+        distinct, where = np.unique(codes[high], return_inverse=True)
+        out[high] = np.array([test(chr(c)) for c in distinct.tolist()], dtype=np.bool_)[where]
+    return out
+
+
+def _starts(lengths: Sequence[int]) -> _Ints:
+    """Where each text begins in the texts joined by :data:`_SEP`."""
+    starts = np.zeros(len(lengths), dtype=np.intp)
+    if len(lengths) > 1:
+        np.cumsum(np.asarray(lengths[:-1], dtype=np.intp) + len(_SEP), out=starts[1:])
+    return starts
+
+
+def _runs(mask: _Bools) -> tuple[_Ints, _Ints]:
+    """(start, length) of every maximal run of True."""
+    padded = np.zeros(len(mask) + 2, dtype=np.int8)
+    padded[1:-1] = mask
+    edges = np.diff(padded)
+    start = np.flatnonzero(edges == 1)
+    return start, np.flatnonzero(edges == -1) - start
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class TextScan:
+    """What :mod:`shared_core.recall.learned` reads from a list of texts (build with :meth:`of`)."""
+
+    count: int
+    #: ``len(text.split())`` of every text.
+    words: npt.NDArray[np.intp]
+    _original: str
+    _original_codes: _Codes
+    _original_starts: _Ints
+    _original_runs: tuple[_Ints, _Ints]
+    # The lower-cased texts (each lowered alone, as ``text.lower()`` does), joined, and their runs.
+    _lowered: _Codes
+    _lowered_starts: _Ints
+    _run_start: _Ints
+    _run_length: _Ints
+    _run_first: _Codes
+
+    @classmethod
+    def of(cls, texts: Sequence[str]) -> TextScan:
+        joined = _SEP.join(texts)
+        lengths = [len(t) for t in texts]
+        starts = _starts(lengths)
+        original: _Codes
+        lowered: _Codes
+        if joined.isascii():  # lower-casing ASCII keeps every position and every word character
+            raw = joined.encode("ascii")
+            original, lowered = np.frombuffer(raw, dtype=np.uint8), np.frombuffer(raw.lower(), dtype=np.uint8)
+            space = np.frombuffer(raw.translate(_SPACE_BYTES), dtype=np.bool_)
+            original_runs = runs = _runs(np.frombuffer(raw.translate(_WORD_BYTES), dtype=np.bool_))
+            lowered_starts = starts
+        else:
+            original = _codes(joined)
+            space = _classify(original, _ASCII_SPACE, str.isspace)
+            original_runs = _runs(_classify(original, _ASCII_WORD, _is_word))
+            low_texts = [t.lower() for t in texts]
+            lowered = _codes(_SEP.join(low_texts))
+            lowered_starts = _starts([len(t) for t in low_texts])
+            runs = _runs(_classify(lowered, _ASCII_WORD, _is_word))
+        word_starts, _ = _runs(~space)
+        ends = starts + np.asarray(lengths, dtype=np.intp)
+        words = np.searchsorted(word_starts, ends) - np.searchsorted(word_starts, starts)
+        return cls(
+            count=len(texts),
+            words=words,
+            _original=joined,
+            _original_codes=original,
+            _original_starts=starts,
+            _original_runs=original_runs,
+            _lowered=lowered,
+            _lowered_starts=lowered_starts,
+            _run_start=runs[0],
+            _run_length=runs[1],
+            _run_first=lowered[runs[0]],
+        )
+
+    def _prefixed(self, word: str) -> _Ints:
+        """The lower-cased runs that start with ``word`` (made of word characters only)."""
+        code = [ord(ch) for ch in word]
+        if max(code) > np.iinfo(self._lowered.dtype).max:
+            return np.zeros(0, dtype=np.intp)
+        hit = np.flatnonzero(self._run_first == code[0])
+        hit = hit[self._run_length[hit] >= len(code)]  # the rest of the word lies inside the run
+        for i in range(1, len(code)):
+            hit = hit[self._lowered[self._run_start[hit] + i] == code[i]]
+        return hit
+
+    def _texts(self, runs: _Ints) -> _Ints:
+        """The text each of the lower-cased ``runs`` is in."""
+        return np.searchsorted(self._lowered_starts, self._run_start[runs], side="right") - 1
+
+    def prefix_cover(self, words: Sequence[str]) -> npt.NDArray[np.float64]:
+        r"""Per text: the share of ``words`` (distinct, non-empty, all word characters) that
+        ``re.findall(r"\b(?:w1|w2|…)", text.lower())`` finds, alternatives longest first: one
+        match per run, the longest of ``words`` it starts with."""
+        order = sorted(words, key=lambda w: (-len(w), w))
+        taken = np.full(len(self._run_start), -1, dtype=np.intp)  # per run: the longest word
+        for i, word in enumerate(order):
+            hit = self._prefixed(word)
+            taken[hit[taken[hit] < 0]] = i
+        runs = np.flatnonzero(taken >= 0)
+        pairs = np.unique(self._texts(runs) * len(order) + taken[runs])
+        return np.bincount(pairs // len(order), minlength=self.count) / len(order)
+
+    def word_cover(self, words: Sequence[str]) -> npt.NDArray[np.float64]:
+        """Per text: the share of ``words`` (distinct, non-empty, all word characters) that
+        are one of its lower-cased runs."""
+        found = np.zeros(self.count, dtype=np.intp)
+        for word in words:
+            hit = self._prefixed(word)
+            found[np.unique(self._texts(hit[self._run_length[hit] == len(word)]))] += 1
+        return found / len(words)
+
+    def runs(self, length: int, first: str) -> list[tuple[int, str]]:
+        """(text index, run) of the runs of the original texts ``length`` characters long
+        that begin with one of the characters of ``first``, in text order."""
+        start, size = self._original_runs
+        pick = start[size == length]
+        pick = pick[np.isin(self._original_codes[pick], [ord(ch) for ch in first])]
+        texts = np.searchsorted(self._original_starts, pick, side="right") - 1
+        pairs = zip(texts.tolist(), pick.tolist(), strict=True)
+        return [(t, self._original[p : p + length]) for t, p in pairs]
