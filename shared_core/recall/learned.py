@@ -49,9 +49,9 @@ import numpy.typing as npt
 
 from shared_core.recall.arms.temporal import asks_when as _asks_when
 from shared_core.recall.arms.temporal import temporal_proximity
-from shared_core.recall.boosts import effective_date
+from shared_core.recall.boosts import _grain_end, effective_date
 from shared_core.recall.text_scan import TextScan
-from shared_core.types import ARM_NAMES, ArmName, DateGrain, TimeWindow
+from shared_core.types import ARM_NAMES, ArmName, DateGrain, TimeWindow, as_utc
 
 __all__ = [
     "FEATURE_NAMES",
@@ -299,19 +299,26 @@ def featurize(query: QuerySignals, candidates: Sequence[CandidateSignals]) -> np
             (
                 c.position,
                 c.rrf,
-                c.cosine if c.cosine is not None else c.arm_scores.get("semantic", 0.0),
-                max(c.arm_scores.get("keyword", 0.0), 0.0),
-                min(max(c.arm_scores.get("graph", 0.0), 0.0), 3.0) / 3.0,
-                len(c.ranks),
+                (scores := c.arm_scores).get("keyword", 0.0),
+                scores.get("graph", 0.0),
+                scores.get("semantic", 0.0) if c.cosine is None else c.cosine,
+                len(ranks := c.ranks),
                 c.occurred_start is not None or c.occurred_end is not None,
-                *(c.ranks.get(arm, nan) for arm in ARM_NAMES),
+                ranks.get("semantic", nan),
+                ranks.get("keyword", nan),
+                ranks.get("graph", nan),
+                ranks.get("temporal", nan),
             )
             for c in candidates
         ],
         dtype=np.float64,
     )
-    position, rrf, cosines, keywords, graph, n_arms, dated = numbers[:, :7].T
+    position, rrf, keywords, graph, cosines, n_arms, dated = numbers[:, :7].T
     ranks = numbers[:, 7:].T
+    # Python's max(x, 0.0) / min(x, 3.0), -0.0 and NaN included
+    keywords = np.where(keywords < 0.0, 0.0, keywords)
+    graph = np.where(graph < 0.0, 0.0, graph)
+    graph = np.where(graph > 3.0, 3.0, graph) / 3.0
     best_cosine, best_keyword, best_rrf = cosines.max(), keywords.max(), rrf.max()
     scan = TextScan.of([c.text for c in candidates])
     out = np.zeros((n, len(FEATURE_NAMES)), dtype=np.float64)
@@ -401,40 +408,42 @@ def _years(scan: TextScan) -> dict[int, list[int]]:
 _MICROSECOND: Final = _dt.timedelta(microseconds=1)
 
 
-def _offset(date: _dt.datetime, centre: _dt.datetime) -> int:
-    """Microseconds from ``centre`` (aware, UTC) to ``date`` (naive taken as UTC, as_utc)."""
-    if date.tzinfo is None:
-        date = date.replace(tzinfo=_dt.UTC)
-    return (date - centre) // _MICROSECOND
-
-
 def _proximities(candidates: Sequence[CandidateSignals], window: TimeWindow) -> list[float | None]:
-    """:meth:`CandidateSignals.proximity` of every candidate, in integer microseconds where
-    effective_date's arithmetic allows (the same numbers: timedelta halves round half to
-    even, total_seconds divides the microseconds by 10**6)."""
+    """:meth:`CandidateSignals.proximity` of every candidate, in integer microseconds from the
+    window's centre where :func:`effective_date`'s arithmetic allows it (the same numbers:
+    a timedelta halves to the nearest microsecond, ties to even; total_seconds divides the
+    microseconds by 10**6)."""
     centre = window.centre
     half = window.span.total_seconds() / 2
+
+    def offset(date: _dt.datetime) -> int:  # naive dates are UTC (as_utc)
+        aware = date if date.tzinfo is not None else date.replace(tzinfo=_dt.UTC)
+        return (aware - centre) // _MICROSECOND
+
     out: list[float | None] = []
     for c in candidates:
-        start, end = c.occurred_start, c.occurred_end
-        offset: int | None
-        if start is not None and end is not None:
-            low, high = sorted((_offset(start, centre), _offset(end, centre)))
-            quotient, odd = divmod(high - low, 2)
-            offset = low + quotient + (odd & quotient)  # half to even
+        start, end, grain = c.occurred_start, c.occurred_end, c.date_grain
+        at: int | None
+        span = 0  # the date is at + span / 2
+        if start is not None:
+            at = offset(start)
+            if end is not None:
+                at, high = sorted((at, offset(end)))
+                span = high - at
+            elif grain is not None:  # the middle of the grain (effective_date's arithmetic)
+                utc = start if start.tzinfo is _dt.UTC else as_utc(start)
+                span = (_grain_end(utc, grain) - utc) // _MICROSECOND
         elif end is not None:
-            offset = _offset(end, centre)
-        elif start is not None and c.date_grain is None:
-            offset = _offset(start, centre)
-        elif start is not None:
-            date = effective_date(start, end, c.mentioned_at, c.date_grain)
-            offset = None if date is None else _offset(date, centre)
+            at = offset(end)
         else:
-            offset = None if c.mentioned_at is None else _offset(c.mentioned_at, centre)
-        if offset is None:
+            at = None if c.mentioned_at is None else offset(c.mentioned_at)
+        if at is None:
             out.append(None)
             continue
-        distance = abs(offset / 1_000_000)
+        if span:
+            quotient, odd = divmod(span, 2)
+            at += quotient + (odd & quotient)  # ties to even
+        distance = abs(at / 1_000_000)
         out.append((1.0 if distance == 0 else 0.0) if half <= 0 else 1.0 - min(distance / half, 1.0))
     return out
 

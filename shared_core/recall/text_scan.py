@@ -42,9 +42,12 @@ def _is_word(ch: str) -> bool:
 # Per character below 128 (index 128: any other, classified one by one).
 _ASCII_WORD: Final = np.array([_is_word(chr(i)) for i in range(128)] + [False])
 _ASCII_SPACE: Final = np.array([chr(i).isspace() for i in range(128)] + [False])
-# The same as bytes.translate tables (ASCII text: one C pass per class).
-_WORD_BYTES: Final = _ASCII_WORD[np.minimum(np.arange(256), 128)].tobytes()
-_SPACE_BYTES: Final = _ASCII_SPACE[np.minimum(np.arange(256), 128)].tobytes()
+# ASCII text, one bytes.translate pass: bit 0 word character, bit 1 not whitespace.
+_CLASS_BYTES: Final = bytes(
+    int(_ASCII_WORD[min(i, 128)]) | (0 if _ASCII_SPACE[min(i, 128)] else 2) for i in range(256)
+)
+# ASCII text compares the first _KEY bytes of every run at once, as one little-endian integer.
+_KEY: Final = 8
 
 _Ints = npt.NDArray[np.intp]
 _Bools = npt.NDArray[np.bool_]
@@ -66,21 +69,22 @@ def _classify(codes: npt.NDArray[np.uint32], table: _Bools, test: Callable[[str]
     return out
 
 
+def _framed(mask: _Bools) -> _Bools:
+    return np.concatenate(([False], mask, [False]))
+
+
+def _runs(framed: _Bools) -> tuple[_Ints, _Ints]:
+    """(start, length) of every maximal run of True in ``framed[1:-1]`` (both ends False)."""
+    start = np.flatnonzero(framed[1:] > framed[:-1])
+    return start, np.flatnonzero(framed[:-1] > framed[1:]) - start
+
+
 def _starts(lengths: Sequence[int]) -> _Ints:
     """Where each text begins in the texts joined by :data:`_SEP`."""
     starts = np.zeros(len(lengths), dtype=np.intp)
     if len(lengths) > 1:
         np.cumsum(np.asarray(lengths[:-1], dtype=np.intp) + len(_SEP), out=starts[1:])
     return starts
-
-
-def _runs(mask: _Bools) -> tuple[_Ints, _Ints]:
-    """(start, length) of every maximal run of True."""
-    padded = np.zeros(len(mask) + 2, dtype=np.int8)
-    padded[1:-1] = mask
-    edges = np.diff(padded)
-    start = np.flatnonzero(edges == 1)
-    return start, np.flatnonzero(edges == -1) - start
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -99,6 +103,8 @@ class TextScan:
     _lowered_starts: _Ints
     _run_start: _Ints
     _run_length: _Ints
+    # ASCII: the first _KEY bytes at every run start (zeros past the end); else the first code point.
+    _run_keys: npt.NDArray[np.uint64] | None
     _run_first: _Codes
 
     @classmethod
@@ -108,26 +114,31 @@ class TextScan:
         starts = _starts(lengths)
         original: _Codes
         lowered: _Codes
+        keys: npt.NDArray[np.uint64] | None = None
         if joined.isascii():  # lower-casing ASCII keeps every position and every word character
             raw = joined.encode("ascii")
-            original, lowered = np.frombuffer(raw, dtype=np.uint8), np.frombuffer(raw.lower(), dtype=np.uint8)
-            space = np.frombuffer(raw.translate(_SPACE_BYTES), dtype=np.bool_)
-            original_runs = runs = _runs(np.frombuffer(raw.translate(_WORD_BYTES), dtype=np.bool_))
+            kind = np.frombuffer((_SEP + joined + _SEP).encode("ascii").translate(_CLASS_BYTES), np.uint8)
+            nonspace = (kind >> 1).view(np.bool_)
+            original_runs = runs = _runs((kind & 1).view(np.bool_))
+            original = np.frombuffer(raw, dtype=np.uint8)
+            low = raw.lower()
+            lowered = np.frombuffer(low, dtype=np.uint8)
             lowered_starts = starts
+            every = np.ndarray((len(low) + 1,), "<u8", low + bytes(_KEY), strides=(1,))
+            keys = every[runs[0]]
         else:
             original = _codes(joined)
-            space = _classify(original, _ASCII_SPACE, str.isspace)
-            original_runs = _runs(_classify(original, _ASCII_WORD, _is_word))
+            nonspace = _framed(~_classify(original, _ASCII_SPACE, str.isspace))
+            original_runs = _runs(_framed(_classify(original, _ASCII_WORD, _is_word)))
             low_texts = [t.lower() for t in texts]
             lowered = _codes(_SEP.join(low_texts))
             lowered_starts = _starts([len(t) for t in low_texts])
-            runs = _runs(_classify(lowered, _ASCII_WORD, _is_word))
-        word_starts, _ = _runs(~space)
+            runs = _runs(_framed(_classify(lowered, _ASCII_WORD, _is_word)))
+        word_starts = np.flatnonzero(nonspace[1:] > nonspace[:-1])
         ends = starts + np.asarray(lengths, dtype=np.intp)
-        words = np.searchsorted(word_starts, ends) - np.searchsorted(word_starts, starts)
         return cls(
             count=len(texts),
-            words=words,
+            words=np.searchsorted(word_starts, ends) - np.searchsorted(word_starts, starts),
             _original=joined,
             _original_codes=original,
             _original_starts=starts,
@@ -136,18 +147,32 @@ class TextScan:
             _lowered_starts=lowered_starts,
             _run_start=runs[0],
             _run_length=runs[1],
+            _run_keys=keys,
             _run_first=lowered[runs[0]],
         )
 
     def _prefixed(self, word: str) -> _Ints:
         """The lower-cased runs that start with ``word`` (made of word characters only)."""
         code = [ord(ch) for ch in word]
-        if max(code) > np.iinfo(self._lowered.dtype).max:
-            return np.zeros(0, dtype=np.intp)
-        hit = np.flatnonzero(self._run_first == code[0])
-        hit = hit[self._run_length[hit] >= len(code)]  # the rest of the word lies inside the run
-        for i in range(1, len(code)):
-            hit = hit[self._lowered[self._run_start[hit] + i] == code[i]]
+        if self._run_keys is not None:
+            if max(code) >= 128:  # not in ASCII text
+                return np.zeros(0, dtype=np.intp)
+            head = word[:_KEY].encode("ascii")
+            key = np.uint64(int.from_bytes(head, "little"))
+            keys = self._run_keys
+            if len(head) < _KEY:
+                keys = keys & np.uint64((1 << (8 * len(head))) - 1)
+            hit = np.flatnonzero(keys == key)  # the head's characters are all in the run
+            done = len(head)
+        else:
+            if max(code) > np.iinfo(self._lowered.dtype).max:
+                return np.zeros(0, dtype=np.intp)
+            hit = np.flatnonzero(self._run_first == code[0])
+            done = 1
+        if len(code) > done and len(hit):
+            hit = hit[self._run_length[hit] >= len(code)]  # the rest of the word lies in the run
+            rest = self._lowered[self._run_start[hit][:, None] + np.arange(done, len(code))]
+            hit = hit[(rest == np.asarray(code[done:], dtype=rest.dtype)).all(axis=1)]
         return hit
 
     def _texts(self, runs: _Ints) -> _Ints:
@@ -164,24 +189,26 @@ class TextScan:
             hit = self._prefixed(word)
             taken[hit[taken[hit] < 0]] = i
         runs = np.flatnonzero(taken >= 0)
-        pairs = np.unique(self._texts(runs) * len(order) + taken[runs])
-        return np.bincount(pairs // len(order), minlength=self.count) / len(order)
+        found = np.zeros((self.count, len(order)), dtype=np.bool_)
+        found[self._texts(runs), taken[runs]] = True
+        return found.sum(axis=1) / len(order)
 
     def word_cover(self, words: Sequence[str]) -> npt.NDArray[np.float64]:
         """Per text: the share of ``words`` (distinct, non-empty, all word characters) that
         are one of its lower-cased runs."""
-        found = np.zeros(self.count, dtype=np.intp)
-        for word in words:
+        found = np.zeros((self.count, len(words)), dtype=np.bool_)
+        for i, word in enumerate(words):
             hit = self._prefixed(word)
-            found[np.unique(self._texts(hit[self._run_length[hit] == len(word)]))] += 1
-        return found / len(words)
+            found[self._texts(hit[self._run_length[hit] == len(word)]), i] = True
+        return found.sum(axis=1) / len(words)
 
     def runs(self, length: int, first: str) -> list[tuple[int, str]]:
         """(text index, run) of the runs of the original texts ``length`` characters long
         that begin with one of the characters of ``first``, in text order."""
         start, size = self._original_runs
         pick = start[size == length]
-        pick = pick[np.isin(self._original_codes[pick], [ord(ch) for ch in first])]
+        heads = self._original_codes[pick]
+        pick = pick[np.logical_or.reduce([heads == ord(ch) for ch in first])]
         texts = np.searchsorted(self._original_starts, pick, side="right") - 1
         pairs = zip(texts.tolist(), pick.tolist(), strict=True)
         return [(t, self._original[p : p + length]) for t, p in pairs]
