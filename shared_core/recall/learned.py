@@ -299,22 +299,23 @@ def featurize(query: QuerySignals, candidates: Sequence[CandidateSignals]) -> np
             (
                 c.position,
                 c.rrf,
-                (scores := c.arm_scores).get("keyword", 0.0),
-                scores.get("graph", 0.0),
-                scores.get("semantic", 0.0) if c.cosine is None else c.cosine,
-                len(ranks := c.ranks),
+                (found_scores := c.arm_scores).get("keyword", 0.0),
+                found_scores.get("graph", 0.0),
+                found_scores.get("semantic", 0.0) if c.cosine is None else c.cosine,
+                len(found_ranks := c.ranks),
                 c.occurred_start is not None or c.occurred_end is not None,
-                ranks.get("semantic", nan),
-                ranks.get("keyword", nan),
-                ranks.get("graph", nan),
-                ranks.get("temporal", nan),
+                # ARM_NAMES order (a new arm fails the column count below)
+                found_ranks.get("semantic", nan),
+                found_ranks.get("keyword", nan),
+                found_ranks.get("graph", nan),
+                found_ranks.get("temporal", nan),
             )
             for c in candidates
         ],
         dtype=np.float64,
     )
     position, rrf, keywords, graph, cosines, n_arms, dated = numbers[:, :7].T
-    ranks = numbers[:, 7:].T
+    arm_ranks = numbers[:, 7:].T
     # Python's max(x, 0.0) / min(x, 3.0), -0.0 and NaN included
     keywords = np.where(keywords < 0.0, 0.0, keywords)
     graph = np.where(graph < 0.0, 0.0, graph)
@@ -332,7 +333,7 @@ def featurize(query: QuerySignals, candidates: Sequence[CandidateSignals]) -> np
     put(1.0)
     put(_log1p(position))
     put(rrf / best_rrf if best_rrf > 0 else 0.0)
-    for rank in ranks:
+    for rank in arm_ranks:
         found = ~np.isnan(rank)
         put(found)
         put(np.where(found, _RRF_K / (_RRF_K + rank), 0.0))
@@ -363,16 +364,16 @@ def featurize(query: QuerySignals, candidates: Sequence[CandidateSignals]) -> np
         col += 4
     if query.asks_when:
         put(dated)
-        written = np.zeros(n)
-        written[list(years)] = 1.0
-        put(written)
+        has_year = np.zeros(n)
+        has_year[list(years)] = 1.0
+        put(has_year)
     else:
         col += 2
     put(_LOG_WORDS[np.clip(scan.words, _MIN_WORDS, _MAX_WORDS)])
     # Without a window the temporal arm answers a "when" question: its rank among the matching
     # memories that state their own date.
     if window is None:
-        temporal = ranks[ARM_NAMES.index("temporal")]
+        temporal = arm_ranks[ARM_NAMES.index("temporal")]
         put(np.where(np.isnan(temporal), 0.0, _RRF_K / (_RRF_K + temporal)))
     else:
         col += 1
@@ -420,30 +421,37 @@ def _proximities(candidates: Sequence[CandidateSignals], window: TimeWindow) -> 
         aware = date if date.tzinfo is not None else date.replace(tzinfo=_dt.UTC)
         return (aware - centre) // _MICROSECOND
 
-    out: list[float | None] = []
+    offsets: list[int | None] = []
     for c in candidates:
-        start, end, grain = c.occurred_start, c.occurred_end, c.date_grain
-        at: int | None
+        start, end = c.occurred_start, c.occurred_end
+        if start is None and end is None:  # the most common case first, inline
+            said = c.mentioned_at
+            if said is None or said.tzinfo is None:
+                offsets.append(None if said is None else offset(said))
+            else:
+                offsets.append((said - centre) // _MICROSECOND)
+            continue
         span = 0  # the date is at + span / 2
-        if start is not None:
+        if start is None:
+            at = offset(end)  # type: ignore[arg-type]
+        else:
             at = offset(start)
             if end is not None:
                 at, high = sorted((at, offset(end)))
                 span = high - at
-            elif grain is not None:  # the middle of the grain (effective_date's arithmetic)
+            elif c.date_grain is not None:  # the middle of the grain (effective_date's arithmetic)
                 utc = start if start.tzinfo is _dt.UTC else as_utc(start)
-                span = (_grain_end(utc, grain) - utc) // _MICROSECOND
-        elif end is not None:
-            at = offset(end)
-        else:
-            at = None if c.mentioned_at is None else offset(c.mentioned_at)
-        if at is None:
-            out.append(None)
-            continue
+                span = (_grain_end(utc, c.date_grain) - utc) // _MICROSECOND
         if span:
             quotient, odd = divmod(span, 2)
             at += quotient + (odd & quotient)  # ties to even
-        distance = abs(at / 1_000_000)
+        offsets.append(at)
+    out: list[float | None] = []
+    for moment in offsets:
+        if moment is None:
+            out.append(None)
+            continue
+        distance = abs(moment / 1_000_000)
         out.append((1.0 if distance == 0 else 0.0) if half <= 0 else 1.0 - min(distance / half, 1.0))
     return out
 

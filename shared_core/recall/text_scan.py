@@ -191,7 +191,8 @@ class TextScan:
         runs = np.flatnonzero(taken >= 0)
         found = np.zeros((self.count, len(order)), dtype=np.bool_)
         found[self._texts(runs), taken[runs]] = True
-        return found.sum(axis=1) / len(order)
+        share: npt.NDArray[np.float64] = found.sum(axis=1) / len(order)
+        return share
 
     def word_cover(self, words: Sequence[str]) -> npt.NDArray[np.float64]:
         """Per text: the share of ``words`` (distinct, non-empty, all word characters) that
@@ -200,7 +201,8 @@ class TextScan:
         for i, word in enumerate(words):
             hit = self._prefixed(word)
             found[self._texts(hit[self._run_length[hit] == len(word)]), i] = True
-        return found.sum(axis=1) / len(words)
+        share: npt.NDArray[np.float64] = found.sum(axis=1) / len(words)
+        return share
 
     def runs(self, length: int, first: str) -> list[tuple[int, str]]:
         """(text index, run) of the runs of the original texts ``length`` characters long
