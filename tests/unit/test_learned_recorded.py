@@ -19,10 +19,11 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from learned_speed import _QUESTIONS, candidates
 
-from shared_core.recall.learned import FEATURE_NAMES, LearnedScorer, QuerySignals, featurize
+from shared_core.recall.learned import FEATURE_NAMES, CandidateSignals, LearnedScorer, QuerySignals, featurize
 
 RECORDED = json.loads((Path(__file__).parent / "data" / "learned_recorded.json").read_text())
 
@@ -83,3 +84,106 @@ def test_the_fast_path_matches_the_per_candidate_reference(question: str) -> Non
         terms=frozenset({"support group", "ab"}), names=frozenset({"o'neil"}), asks_when=True, window=None
     )
     assert np.array_equal(featurize(odd, cands), _featurize_rows(odd, cands))
+
+
+def _odd_candidates(seed: int, n: int = 120) -> list[CandidateSignals]:
+    """Candidates with what the fast path must get exactly right: non-ASCII and tricky texts
+    (tests/unit/test_text_scan.py), dates naive, in UTC and in other zones, every grain,
+    swapped bounds, dates centuries away, -0.0 and out-of-range arm scores, missing cosines."""
+    import datetime as dt
+    import random
+
+    from test_text_scan import _texts
+
+    rng = random.Random(seed)
+    zones = (
+        None,
+        dt.UTC,
+        dt.timezone(dt.timedelta(hours=5, minutes=30)),
+        dt.timezone(-dt.timedelta(hours=8)),
+    )
+    texts = _texts(seed, n)
+    if seed % 2:
+        texts = [t.encode("ascii", "ignore").decode() for t in texts]
+
+    def moment() -> dt.datetime | None:
+        if rng.random() < 0.3:
+            return None
+        year = rng.choice((2021, 2022, 2023, 1492, 2900))
+        date = dt.datetime(
+            year,
+            rng.randint(1, 12),
+            rng.randint(1, 28),
+            rng.randint(0, 23),
+            rng.randint(0, 59),
+            rng.randint(0, 59),
+            rng.choice((0, 1, 500_000, 999_999)),
+        )
+        return date.replace(tzinfo=rng.choice(zones))
+
+    out = []
+    for i in range(n):
+        arms = [a for a in ("semantic", "keyword", "graph", "temporal") if rng.random() < 0.5]
+        scores = {a: rng.choice((-0.0, 0.0, -1.5, 0.3, 2.5, 4.0, 7.25)) for a in arms}
+        out.append(
+            CandidateSignals(
+                position=i,
+                rrf=rng.choice((0.0, 0.01, 0.0163, 0.033)),
+                ranks={a: rng.randint(1, 400) for a in arms},  # type: ignore[misc]
+                arm_scores=scores,  # type: ignore[arg-type]
+                cosine=rng.choice((None, -0.0, 0.12, 0.5, 0.77)),
+                text=texts[i],
+                occurred_start=moment(),
+                occurred_end=moment(),
+                mentioned_at=moment(),
+                date_grain=rng.choice(
+                    (
+                        None,
+                        "second",
+                        "minute",
+                        "hour",
+                        "day",
+                        "week",
+                        "month",
+                        "season",
+                        "quarter",
+                        "year",
+                        "decade",
+                    )
+                ),
+            )
+        )
+    return out
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_texts_never_seen_and_odd_candidates_give_the_reference_numbers_bit_for_bit(seed: int) -> None:
+    import datetime as dt
+
+    from shared_core.recall.learned import _featurize_rows
+    from shared_core.types import TimeWindow
+
+    cands = _odd_candidates(seed)
+    scorer = LearnedScorer.default()
+    windows = (
+        None,
+        _QUESTIONS[2][1],
+        TimeWindow(
+            start=dt.datetime(2022, 5, 1, 12, tzinfo=dt.UTC), end=dt.datetime(2022, 5, 1, 12, tzinfo=dt.UTC)
+        ),
+        TimeWindow(start=dt.datetime(1400, 1, 1), end=dt.datetime(2100, 1, 1, 0, 0, 0, 1)),
+    )
+    questions = (
+        "When did Ann visit Zürich and İstanbul in 2022?",
+        "Which group did Annabel support?",
+        "café x",
+    )
+    for question in questions:
+        for window in windows:
+            query = QuerySignals.from_query(question, window)
+            fast, reference = featurize(query, cands), _featurize_rows(query, cands)
+            assert fast.tobytes() == reference.tobytes(), (question, window)
+            again = featurize(query, cands)
+            assert again.tobytes() == fast.tobytes()  # deterministic
+            z = np.clip(scorer.logits(reference), -40.0, 40.0)
+            assert scorer.score(query, cands) == [float(p) for p in 1.0 / (1.0 + np.exp(-z))]

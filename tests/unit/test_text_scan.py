@@ -1,0 +1,104 @@
+"""TextScan reads many texts at once and gives the per-text regex numbers, bit for bit."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import numpy as np
+import pytest
+
+from shared_core.recall.text_scan import TextScan
+
+# Characters that make the per-text rules differ from naive ones: Unicode whitespace that
+# str.split splits on, word characters beyond ASCII (digits of other scripts, letters whose
+# lower case is longer), underscores, a lone surrogate, punctuation.
+_PIECES = (
+    "group",
+    "Groupie",
+    "grouping",
+    "support",
+    "Ann",
+    "anna",
+    "Annabel",
+    "caroline_smith",
+    "Zürich",
+    "İstanbul",
+    "ΣΟΦΙΑ",
+    "2022",
+    "1999",
+    "19٤٥",
+    "２０２２",
+    "1492",
+    "2105",
+    "12th",
+    "café",
+    "naïve",
+    "x",
+    "_",
+    "a_b",
+    "\ud800",
+    "--",
+    "’s",
+    ",",
+    ".",
+    "‼",
+    "٣",
+)
+_SPACES = (" ", " ", " ", "\t", "\n", "\xa0", "\u3000", "\x1c", "\u2028", "")
+
+
+def _texts(seed: int, count: int = 60) -> list[str]:
+    rng = random.Random(seed)
+    return [
+        "".join(rng.choice(_PIECES) + rng.choice(_SPACES) for _ in range(rng.randint(0, 12)))
+        for _ in range(count)
+    ]
+
+
+def _prefix_cover(words: list[str], text: str) -> float:
+    ordered = sorted(words, key=lambda w: (-len(w), w))
+    pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, ordered)) + ")")
+    return len(set(pattern.findall(text.lower()))) / len(words)
+
+
+def _word_cover(words: list[str], text: str) -> float:
+    pattern = re.compile(
+        r"\b(?:" + "|".join(map(re.escape, sorted(words, key=lambda w: (-len(w), w)))) + r")\b"
+    )
+    return len(set(pattern.findall(text.lower()))) / len(words)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("ascii_only", [True, False])
+def test_the_scan_gives_the_per_text_numbers(seed: int, ascii_only: bool) -> None:
+    texts = _texts(seed)
+    if ascii_only:
+        texts = [t.encode("ascii", "ignore").decode() for t in texts]
+    scan = TextScan.of(texts)
+    assert scan.words.tolist() == [len(t.split()) for t in texts]
+    for words in (
+        ["group", "groupi", "suppor"],
+        ["ann", "anna", "annabel"],
+        ["zürich", "café", "σοφια"],
+        ["caroline_smith", "a_b", "x"],
+        ["2022", "19٤٥"],
+        ["groupingly"],
+    ):
+        expected = [_prefix_cover(words, t) for t in texts]
+        assert scan.prefix_cover(words).tobytes() == np.asarray(expected).tobytes(), words
+        expected = [_word_cover(words, t) for t in texts]
+        assert scan.word_cover(words).tobytes() == np.asarray(expected).tobytes(), words
+    four = re.compile(r"\b\w{4}\b")
+    expected_runs = [
+        (i, m.group()) for i, t in enumerate(texts) for m in four.finditer(t) if m.group()[0] in "12"
+    ]
+    assert scan.runs(4, "12") == expected_runs
+
+
+def test_no_texts_and_empty_texts() -> None:
+    assert TextScan.of([]).words.tolist() == []
+    scan = TextScan.of(["", "", "a"])
+    assert scan.words.tolist() == [0, 0, 1]
+    assert scan.prefix_cover(["abc"]).tolist() == [0.0, 0.0, 0.0]
+    assert scan.runs(4, "12") == []
