@@ -352,9 +352,9 @@ def featurize(query: QuerySignals, candidates: Sequence[CandidateSignals]) -> np
     years = _years(scan) if query.window is not None or query.asks_when else {}
     window = query.window
     if window is not None:
-        proximity = _proximities(candidates, window)
-        put([0.0 if p is None else p for p in proximity])
-        put([float(p is None) for p in proximity])
+        proximity, undated = _proximities(candidates, window)
+        put(proximity)
+        put(undated)
         stated = np.zeros((2, n))
         for i, written in years.items():
             stated[:, i] = _year_features("", window, written)
@@ -406,54 +406,46 @@ def _years(scan: TextScan) -> dict[int, list[int]]:
     return years
 
 
-_MICROSECOND: Final = _dt.timedelta(microseconds=1)
-
-
-def _proximities(candidates: Sequence[CandidateSignals], window: TimeWindow) -> list[float | None]:
-    """:meth:`CandidateSignals.proximity` of every candidate, in integer microseconds from the
-    window's centre where :func:`effective_date`'s arithmetic allows it (the same numbers:
-    a timedelta halves to the nearest microsecond, ties to even; total_seconds divides the
-    microseconds by 10**6)."""
+def _proximities(
+    candidates: Sequence[CandidateSignals], window: TimeWindow
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
+    """(:meth:`CandidateSignals.proximity`, 0.0 when None; whether it is None) of every
+    candidate: each effective date as a timedelta from the window's centre (effective_date's
+    arithmetic on exact microseconds: ``start - centre + (end - start) / 2``), then numpy on
+    the microseconds (``total_seconds`` divides them by 10**6: the same double while they
+    are below 2**53, some 285 years; beyond, Python does it)."""
     centre = window.centre
     half = window.span.total_seconds() / 2
+    utc = _dt.UTC
 
-    def offset(date: _dt.datetime) -> int:  # naive dates are UTC (as_utc)
-        aware = date if date.tzinfo is not None else date.replace(tzinfo=_dt.UTC)
-        return (aware - centre) // _MICROSECOND
+    def since(date: _dt.datetime) -> _dt.timedelta:  # naive dates are UTC (as_utc)
+        return (date if date.tzinfo is not None else date.replace(tzinfo=utc)) - centre
 
-    offsets: list[int | None] = []
+    deltas: list[_dt.timedelta | None] = []
     for c in candidates:
         start, end = c.occurred_start, c.occurred_end
-        if start is None and end is None:  # the most common case first, inline
+        if start is None and end is None:  # the most common case first
             said = c.mentioned_at
-            if said is None or said.tzinfo is None:
-                offsets.append(None if said is None else offset(said))
-            else:
-                offsets.append((said - centre) // _MICROSECOND)
-            continue
-        span = 0  # the date is at + span / 2
-        if start is None:
-            at = offset(end)  # type: ignore[arg-type]
-        else:
-            at = offset(start)
-            if end is not None:
-                at, high = sorted((at, offset(end)))
-                span = high - at
-            elif c.date_grain is not None:  # the middle of the grain (effective_date's arithmetic)
-                utc = start if start.tzinfo is _dt.UTC else as_utc(start)
-                span = (_grain_end(utc, c.date_grain) - utc) // _MICROSECOND
-        if span:
-            quotient, odd = divmod(span, 2)
-            at += quotient + (odd & quotient)  # ties to even
-        offsets.append(at)
-    out: list[float | None] = []
-    for moment in offsets:
-        if moment is None:
-            out.append(None)
-            continue
-        distance = abs(moment / 1_000_000)
-        out.append((1.0 if distance == 0 else 0.0) if half <= 0 else 1.0 - min(distance / half, 1.0))
-    return out
+            deltas.append(None if said is None else since(said))
+        elif start is None:
+            deltas.append(since(end))  # type: ignore[arg-type]
+        elif end is not None:
+            low, high = sorted((since(start), since(end)))
+            deltas.append(low + (high - low) / 2)
+        elif c.date_grain is None:
+            deltas.append(since(start))
+        else:  # the middle of the grain starting there
+            first = as_utc(start)
+            deltas.append(first - centre + (_grain_end(first, c.date_grain) - first) / 2)
+    micros = np.array(deltas, dtype="timedelta64[us]")
+    undated = np.isnat(micros)
+    count = micros.view(np.int64)
+    if (np.abs(count[~undated]) < 2**53).all():
+        distance = np.abs(count / 1_000_000)
+    else:
+        distance = np.array([0.0 if d is None else abs(d.total_seconds()) for d in deltas])
+    proximity = np.where(distance == 0, 1.0, 0.0) if half <= 0 else 1.0 - np.minimum(distance / half, 1.0)
+    return np.where(undated, 0.0, proximity), undated
 
 
 def _featurize_rows(query: QuerySignals, candidates: Sequence[CandidateSignals]) -> npt.NDArray[np.float64]:
