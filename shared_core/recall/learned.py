@@ -411,22 +411,24 @@ def _proximities(
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
     """(:meth:`CandidateSignals.proximity`, 0.0 when None; whether it is None) of every
     candidate: each effective date as a timedelta from the window's centre (effective_date's
-    arithmetic on exact microseconds: ``start - centre + (end - start) / 2``), then numpy on
-    the microseconds (``total_seconds`` divides them by 10**6: the same double while they
-    are below 2**53, some 285 years; beyond, Python does it)."""
+    arithmetic on exact microseconds: ``start - centre + (end - start) / 2``), its
+    ``total_seconds`` as temporal_proximity reads it, then the same float operations in numpy."""
     centre = window.centre
     half = window.span.total_seconds() / 2
-    utc = _dt.UTC
+    utc, none = _dt.UTC, _dt.timedelta(0)
 
     def since(date: _dt.datetime) -> _dt.timedelta:  # naive dates are UTC (as_utc)
         return (date if date.tzinfo is not None else date.replace(tzinfo=utc)) - centre
 
-    deltas: list[_dt.timedelta | None] = []
-    for c in candidates:
+    deltas: list[_dt.timedelta] = []
+    undated: list[int] = []
+    for i, c in enumerate(candidates):
         start, end = c.occurred_start, c.occurred_end
         if start is None and end is None:  # the most common case first
             said = c.mentioned_at
-            deltas.append(None if said is None else since(said))
+            if said is None:
+                undated.append(i)
+            deltas.append(none if said is None else since(said))
         elif start is None:
             deltas.append(since(end))  # type: ignore[arg-type]
         elif end is not None:
@@ -437,15 +439,12 @@ def _proximities(
         else:  # the middle of the grain starting there
             first = as_utc(start)
             deltas.append(first - centre + (_grain_end(first, c.date_grain) - first) / 2)
-    micros = np.array(deltas, dtype="timedelta64[us]")
-    undated = np.isnat(micros)
-    count = micros.view(np.int64)
-    if (np.abs(count[~undated]) < 2**53).all():
-        distance = np.abs(count / 1_000_000)
-    else:
-        distance = np.array([0.0 if d is None else abs(d.total_seconds()) for d in deltas])
+    distance = np.abs(np.fromiter(map(_dt.timedelta.total_seconds, deltas), np.float64, len(deltas)))
     proximity = np.where(distance == 0, 1.0, 0.0) if half <= 0 else 1.0 - np.minimum(distance / half, 1.0)
-    return np.where(undated, 0.0, proximity), undated
+    missing = np.zeros(len(deltas), dtype=np.bool_)
+    missing[undated] = True
+    proximity[missing] = 0.0
+    return proximity, missing
 
 
 def _featurize_rows(query: QuerySignals, candidates: Sequence[CandidateSignals]) -> npt.NDArray[np.float64]:
