@@ -186,14 +186,12 @@ def _window_years(window: TimeWindow) -> tuple[int, int]:
     return window.start.year, end.year
 
 
-def _year_features(text: str, window: TimeWindow, years: Sequence[int] | None = None) -> tuple[float, float]:
-    """(a year of the window is written in the text, the window lies within the span of years
-    the text writes and the text writes at least two)."""
-    if years is None:
-        years = [int(y) for y in _YEAR.findall(text)]
+def _year_features(years: Sequence[int], bounds: tuple[int, int]) -> tuple[float, float]:
+    """(a year of the window (``bounds``: its first and last year) is one of ``years``, the
+    window lies within the span of ``years`` and they hold at least two)."""
     if not years:
         return 0.0, 0.0
-    lo, hi = _window_years(window)
+    lo, hi = bounds
     stated = any(lo <= y <= hi for y in years)
     spans = len(set(years)) >= 2 and min(years) <= lo and hi <= max(years)
     return float(stated), float(spans)
@@ -222,7 +220,8 @@ def _row(
     stated = spans = 0.0
     if window is not None:
         proximity = c.proximity(window)
-        stated, spans = _year_features(c.text, window)
+        years = [int(y) for y in _YEAR.findall(c.text)]
+        stated, spans = _year_features(years, _window_years(window))
     dated = c.occurred_start is not None or c.occurred_end is not None
     when_year = query.asks_when and _YEAR.search(c.text) is not None
     length = math.log(min(max(len(c.text.split()), _MIN_WORDS), _MAX_WORDS))
@@ -356,8 +355,9 @@ def featurize(query: QuerySignals, candidates: Sequence[CandidateSignals]) -> np
         put(proximity)
         put(undated)
         stated = np.zeros((2, n))
+        bounds = _window_years(window)
         for i, written in years.items():
-            stated[:, i] = _year_features("", window, written)
+            stated[:, i] = _year_features(written, bounds)
         put(stated[0])
         put(stated[1])
     else:

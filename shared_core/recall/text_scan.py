@@ -75,8 +75,8 @@ def _framed(mask: _Bools) -> _Bools:
 
 def _runs(framed: _Bools) -> tuple[_Ints, _Ints]:
     """(start, length) of every maximal run of True in ``framed[1:-1]`` (both ends False)."""
-    start = np.flatnonzero(framed[1:] > framed[:-1])
-    return start, np.flatnonzero(framed[:-1] > framed[1:]) - start
+    edges = np.flatnonzero(framed[1:] != framed[:-1])  # a start, its end, the next start, …
+    return edges[0::2], edges[1::2] - edges[0::2]
 
 
 def _starts(lengths: Sequence[int]) -> _Ints:
@@ -110,7 +110,7 @@ class TextScan:
     @classmethod
     def of(cls, texts: Sequence[str]) -> TextScan:
         joined = _SEP.join(texts)
-        lengths = [len(t) for t in texts]
+        lengths = list(map(len, texts))
         starts = _starts(lengths)
         original: _Codes
         lowered: _Codes
@@ -132,13 +132,14 @@ class TextScan:
             original_runs = _runs(_framed(_classify(original, _ASCII_WORD, _is_word)))
             low_texts = [t.lower() for t in texts]
             lowered = _codes(_SEP.join(low_texts))
-            lowered_starts = _starts([len(t) for t in low_texts])
+            lowered_starts = _starts(list(map(len, low_texts)))
             runs = _runs(_framed(_classify(lowered, _ASCII_WORD, _is_word)))
-        word_starts = np.flatnonzero(nonspace[1:] > nonspace[:-1])
-        ends = starts + np.asarray(lengths, dtype=np.intp)
+        # word starts at 0..len(joined) (the last one never): each text's share, its separator
+        # included, is a slice that is not empty
+        word_starts = nonspace[1:] > nonspace[:-1]
         return cls(
             count=len(texts),
-            words=np.searchsorted(word_starts, ends) - np.searchsorted(word_starts, starts),
+            words=np.add.reduceat(word_starts, starts, dtype=np.intp) if texts else starts,
             _original=joined,
             _original_codes=original,
             _original_starts=starts,
