@@ -13,12 +13,17 @@ scorer (pipeline._signals: one frozen dataclass per candidate), outside the scor
 column is the per-candidate reference implementation (the spec; same numbers).
 
     .venv/bin/python benchmarks/learned_speed.py                 # table
-    .venv/bin/python benchmarks/learned_speed.py --repeat 30 --out docs/benchmarks/learned_speed.json
+    .venv/bin/python benchmarks/learned_speed.py --repeat 30 --out docs/benchmarks/learned_speed.json \
+        --md docs/benchmarks/learned_speed.md
+
+A last row scores the plain question over the same lists with one non-ASCII word added to
+every text ("café"): such texts take the code-point path of the text scan instead of bytes.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import os
 import random
@@ -112,17 +117,25 @@ def measure(n: int = 300, repeat: int = 50) -> dict[str, Any]:
         for arm in ARM_NAMES
     }
     fusion = _best_ms(lambda _: reciprocal_rank_fusion(lists), repeat)
-    fields = [{f: getattr(c, f) for f in c.__slots__} for c in cands]  # type: ignore[attr-defined]
+    fields = [{f.name: getattr(c, f.name) for f in dataclasses.fields(c)} for c in cands]
     signals = _best_ms(lambda _: [CandidateSignals(**f) for f in fields], repeat)
+    accented = [[dataclasses.replace(c, text=c.text + " café") for c in f] for f in fresh]
     rows: list[dict[str, Any]] = []
-    for question, window in _QUESTIONS:
+    for (question, window), cands_by_run, texts in [
+        *((q, fresh, "ascii") for q in _QUESTIONS),
+        (_QUESTIONS[0], accented, "non-ascii"),
+    ]:
         query = QuerySignals.from_query(question, window)
-        features = _best_ms(lambda i, q=query: featurize(q, fresh[i]), repeat)  # type: ignore[misc]
-        total = _best_ms(lambda i, q=query: scorer.score(q, fresh[i]), repeat)  # type: ignore[misc]
-        reference = _best_ms(lambda i, q=query: scorer.logits(_featurize_rows(q, fresh[i])), repeat)  # type: ignore[misc]
+        features = _best_ms(lambda i, q=query, ls=cands_by_run: featurize(q, ls[i]), repeat)  # type: ignore[misc]
+        total = _best_ms(lambda i, q=query, ls=cands_by_run: scorer.score(q, ls[i]), repeat)  # type: ignore[misc]
+        reference = _best_ms(
+            lambda i, q=query, ls=cands_by_run: scorer.logits(_featurize_rows(q, ls[i])),  # type: ignore[misc]
+            repeat,
+        )
         rows.append(
             {
                 "question": question,
+                "texts": texts,
                 "window": window is not None,
                 "featurize_ms": round(features, 3),
                 "score_ms": round(total, 3),
@@ -146,21 +159,45 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--n", type=int, default=300)
     p.add_argument("--repeat", type=int, default=50)
     p.add_argument("--out", type=Path, default=None)
+    p.add_argument("--md", type=Path, default=None, help="also write this Markdown report")
     args = p.parse_args(argv)
     result = measure(args.n, args.repeat)
-    print(
-        f"{args.n} candidates (texts never seen before), best of {args.repeat}, load average "
-        f"{result['load_average']}; RRF of the same lists: {result['fusion_ms']} ms; building the "
-        f"CandidateSignals: {result['signals_ms']} ms\n"
-    )
-    print(
-        "| question | featurize ms | featurize + score ms | ratio to RRF | per-candidate reference ms |"
-        "\n|---|---:|---:|---:|---:|"
-    )
-    for r in result["rows"]:
-        print(
-            f"| {r['question']} | {r['featurize_ms']} | {r['score_ms']} | {r['ratio_to_fusion']} | "
-            f"{r['per_candidate_reference_ms']} |"
+    lines = [
+        f"{args.n} candidates (texts never seen before), best of {args.repeat} CPU times, load average "
+        f"{result['load_average']} (1/5/15 min, 2 cores); RRF of the same lists: {result['fusion_ms']} ms; "
+        f"building the CandidateSignals (outside the scorer): {result['signals_ms']} ms",
+        "",
+        "| question | texts | featurize ms | featurize + score ms | ratio to RRF "
+        "| per-candidate reference ms |",
+        "|---|---|---:|---:|---:|---:|",
+        *(
+            f"| {r['question']} | {r['texts']} | {r['featurize_ms']} | {r['score_ms']} | "
+            f"{r['ratio_to_fusion']} | {r['per_candidate_reference_ms']} |"
+            for r in result["rows"]
+        ),
+    ]
+    print("\n".join(lines))
+    if args.md:
+        from _report import write_text
+
+        when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        command = " ".join(
+            ["python benchmarks/learned_speed.py", *(argv if argv is not None else sys.argv[1:])]
+        )
+        write_text(
+            args.md,
+            "\n".join(
+                [
+                    "# Learned reranker: scoring cost",
+                    "",
+                    f"Run {when}. `{command}`",
+                    "",
+                    *lines,
+                    "",
+                    (__doc__ or "").split("\n\n")[1],
+                    "",
+                ]
+            ),
         )
     if args.out:
         from _report import write_json
