@@ -69,6 +69,30 @@ def _classify(codes: npt.NDArray[np.uint32], table: _Bools, test: Callable[[str]
     return out
 
 
+def _narrow(text: str) -> tuple[bytes, list[int]] | None:
+    """``text`` as one byte per character: ASCII as itself, the i-th distinct other character
+    as 128 + i (and the list of those); None if there are more than 128 of them."""
+    codes = _codes(text)
+    high = codes >= 128
+    distinct, where = np.unique(codes[high], return_inverse=True)
+    if len(distinct) > 128:
+        return None
+    narrow = codes.astype(np.uint8)
+    narrow[high] = 128 + where
+    return narrow.tobytes(), distinct.tolist()
+
+
+def _class_bytes(extra: Sequence[int]) -> bytes:
+    """:data:`_CLASS_BYTES` with bytes 128 + i classifying the character ``extra[i]``."""
+    if not extra:
+        return _CLASS_BYTES
+    table = bytearray(_CLASS_BYTES)
+    for i, cp in enumerate(extra):
+        ch = chr(cp)
+        table[128 + i] = int(_is_word(ch)) | (0 if ch.isspace() else 2)
+    return bytes(table)
+
+
 def _framed(mask: _Bools) -> _Bools:
     return np.concatenate(([False], mask, [False]))
 
@@ -106,6 +130,8 @@ class TextScan:
     # ASCII: the first _KEY bytes at every run start (zeros past the end); else the first code point.
     _run_keys: npt.NDArray[np.uint64] | None
     _run_first: _Codes
+    # One byte per character (_run_keys set): the byte of each non-ASCII lower-cased character.
+    _extra: dict[int, int]
 
     @classmethod
     def of(cls, texts: Sequence[str]) -> TextScan:
@@ -115,22 +141,30 @@ class TextScan:
         original: _Codes
         lowered: _Codes
         keys: npt.NDArray[np.uint64] | None = None
-        if joined.isascii():  # lower-casing ASCII keeps every position and every word character
-            raw = joined.encode("ascii")
-            kind = np.frombuffer((_SEP + joined + _SEP).encode("ascii").translate(_CLASS_BYTES), np.uint8)
+        extra: list[int] = []
+        low_texts = None if joined.isascii() else [t.lower() for t in texts]
+        narrow = _narrow(joined) if low_texts is not None else (joined.encode("ascii"), [])
+        narrow_low = _narrow(_SEP.join(low_texts)) if low_texts is not None and narrow is not None else None
+        if narrow is not None and (low_texts is None or narrow_low is not None):
+            raw, raw_extra = narrow
+            kind = np.frombuffer((b"\n" + raw + b"\n").translate(_class_bytes(raw_extra)), np.uint8)
             nonspace = (kind >> 1).view(np.bool_)
             original_runs = runs = _runs((kind & 1).view(np.bool_))
             original = np.frombuffer(raw, dtype=np.uint8)
-            low = raw.lower()
+            if narrow_low is None:  # ASCII: lower-casing keeps every position and word character
+                low, lowered_starts = raw.lower(), starts
+            else:
+                (low, extra), lowered_starts = narrow_low, _starts(list(map(len, low_texts or ())))
+                low_kind = np.frombuffer((b"\n" + low + b"\n").translate(_class_bytes(extra)), np.uint8)
+                runs = _runs((low_kind & 1).view(np.bool_))
             lowered = np.frombuffer(low, dtype=np.uint8)
-            lowered_starts = starts
             every = np.ndarray((len(low) + 1,), "<u8", low + bytes(_KEY), strides=(1,))
             keys = every[runs[0]]
-        else:
+        else:  # more than 128 distinct non-ASCII characters: code points
             original = _codes(joined)
             nonspace = _framed(~_classify(original, _ASCII_SPACE, str.isspace))
             original_runs = _runs(_framed(_classify(original, _ASCII_WORD, _is_word)))
-            low_texts = [t.lower() for t in texts]
+            low_texts = low_texts or []
             lowered = _codes(_SEP.join(low_texts))
             lowered_starts = _starts(list(map(len, low_texts)))
             runs = _runs(_framed(_classify(lowered, _ASCII_WORD, _is_word)))
@@ -150,15 +184,17 @@ class TextScan:
             _run_length=runs[1],
             _run_keys=keys,
             _run_first=lowered[runs[0]],
+            _extra={cp: 128 + i for i, cp in enumerate(extra)},
         )
 
     def _prefixed(self, word: str) -> _Ints:
         """The lower-cased runs that start with ``word`` (made of word characters only)."""
         code = [ord(ch) for ch in word]
-        if self._run_keys is not None:
-            if max(code) >= 128:  # not in ASCII text
+        if self._run_keys is not None:  # one byte per character
+            code = [c if c < 128 else self._extra.get(c, -1) for c in code]
+            if min(code) < 0:  # a character no text has
                 return np.zeros(0, dtype=np.intp)
-            head = word[:_KEY].encode("ascii")
+            head = bytes(code[:_KEY])
             key = np.uint64(int.from_bytes(head, "little"))
             keys = self._run_keys
             if len(head) < _KEY:
@@ -166,8 +202,6 @@ class TextScan:
             hit = np.flatnonzero(keys == key)  # the head's characters are all in the run
             done = len(head)
         else:
-            if max(code) > np.iinfo(self._lowered.dtype).max:
-                return np.zeros(0, dtype=np.intp)
             hit = np.flatnonzero(self._run_first == code[0])
             done = 1
         if len(code) > done and len(hit):

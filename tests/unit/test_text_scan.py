@@ -70,11 +70,15 @@ def _word_cover(words: list[str], text: str) -> float:
 
 
 @pytest.mark.parametrize("seed", range(6))
-@pytest.mark.parametrize("ascii_only", [True, False])
-def test_the_scan_gives_the_per_text_numbers(seed: int, ascii_only: bool) -> None:
+@pytest.mark.parametrize("alphabet", ["ascii", "some non-ascii", "many non-ascii"])
+def test_the_scan_gives_the_per_text_numbers(seed: int, alphabet: str) -> None:
     texts = _texts(seed)
-    if ascii_only:
+    if alphabet == "ascii":  # bytes
         texts = [t.encode("ascii", "ignore").decode() for t in texts]
+    elif alphabet == "many non-ascii":  # more than 128 distinct: code points
+        texts = [
+            t + " " + "".join(chr(0x4E00 + (i * 7 + k) % 300) for k in range(5)) for i, t in enumerate(texts)
+        ]
     scan = TextScan.of(texts)
     assert scan.words.tolist() == [len(t.split()) for t in texts]
     for words in (
@@ -102,3 +106,10 @@ def test_no_texts_and_empty_texts() -> None:
     assert scan.words.tolist() == [0, 0, 1]
     assert scan.prefix_cover(["abc"]).tolist() == [0.0, 0.0, 0.0]
     assert scan.runs(4, "12") == []
+
+
+def test_which_representation() -> None:
+    # bytes for ASCII and for few distinct other characters, code points beyond 128 of them
+    assert TextScan.of(["plain"])._run_keys is not None
+    assert TextScan.of(["café ’s"])._run_keys is not None
+    assert TextScan.of(["".join(chr(0x4E00 + k) + " " for k in range(200))])._run_keys is None
