@@ -6,8 +6,10 @@ cosine of the query), term and name coverage of the query, whether a date the qu
 is stated in or near it, and (for "when" questions) whether it carries a date at all and where
 the temporal arm ranked it among the memories stating their own date. The
 weights ship with the package (``learned_reranker.json``, beside this module, with the feature
-list, what they were trained on and the command that trained them); scoring is a few numpy
-operations, deterministic, well under 2 ms for 300 candidates.
+list, what they were trained on and the command that trained them). Scoring builds the
+features of all candidates at once (one vectorised pass over their texts,
+:mod:`shared_core.recall.text_scan`): deterministic, under 2 ms for 300 candidates whose texts
+the process has never seen (``docs/benchmarks/learned_speed.md``).
 
 The output is a probability that the candidate is evidence for the question, calibrated on the
 training questions' candidate lists, so a ``score_threshold`` of 0.5 means "more likely
