@@ -82,6 +82,28 @@ def _narrow(text: str) -> tuple[bytes, list[int]] | None:
     return narrow.tobytes(), distinct.tolist()
 
 
+_ASCII_LOWER: Final = bytes(range(256)).lower()
+
+
+def _lower(raw: bytes, extra: Sequence[int]) -> tuple[bytes, list[int]] | None:
+    """:func:`_narrow` text lower-cased as ``str.lower`` lowers each text, when every one of
+    its non-ASCII characters lowers to one character whatever its neighbours (not Σ: final
+    sigma; not İ: two characters); None otherwise."""
+    if not extra:
+        return raw.lower(), []
+    table = bytearray(_ASCII_LOWER)
+    lowered: dict[int, int] = {}  # lower-cased non-ASCII character: its byte - 128
+    for i, cp in enumerate(extra):
+        low = chr(cp).lower()
+        if len(low) != 1 or cp == 0x3A3:
+            return None
+        code = ord(low)
+        table[128 + i] = code if code < 128 else 128 + lowered.setdefault(code, len(lowered))
+    if len(lowered) > 128:
+        return None
+    return raw.translate(table), list(lowered)
+
+
 def _class_bytes(extra: Sequence[int]) -> bytes:
     """:data:`_CLASS_BYTES` with bytes 128 + i classifying the character ``extra[i]``."""
     if not extra:
@@ -141,30 +163,27 @@ class TextScan:
         original: _Codes
         lowered: _Codes
         keys: npt.NDArray[np.uint64] | None = None
-        extra: list[int] = []
-        low_texts = None if joined.isascii() else [t.lower() for t in texts]
-        narrow = _narrow(joined) if low_texts is not None else (joined.encode("ascii"), [])
-        narrow_low = _narrow(_SEP.join(low_texts)) if low_texts is not None and narrow is not None else None
-        if narrow is not None and (low_texts is None or narrow_low is not None):
+        narrow = (joined.encode("ascii"), []) if joined.isascii() else _narrow(joined)
+        narrow_low = None if narrow is None else _lower(*narrow)
+        if narrow is not None and narrow_low is not None:
             raw, raw_extra = narrow
+            (low, extra), lowered_starts = narrow_low, starts  # one character each: same places
             kind = np.frombuffer((b"\n" + raw + b"\n").translate(_class_bytes(raw_extra)), np.uint8)
             nonspace = (kind >> 1).view(np.bool_)
             original_runs = runs = _runs((kind & 1).view(np.bool_))
-            original = np.frombuffer(raw, dtype=np.uint8)
-            if narrow_low is None:  # ASCII: lower-casing keeps every position and word character
-                low, lowered_starts = raw.lower(), starts
-            else:
-                (low, extra), lowered_starts = narrow_low, _starts(list(map(len, low_texts or ())))
+            if raw_extra:  # lower-casing ASCII keeps every word character, not always the others
                 low_kind = np.frombuffer((b"\n" + low + b"\n").translate(_class_bytes(extra)), np.uint8)
                 runs = _runs((low_kind & 1).view(np.bool_))
+            original = np.frombuffer(raw, dtype=np.uint8)
             lowered = np.frombuffer(low, dtype=np.uint8)
             every = np.ndarray((len(low) + 1,), "<u8", low + bytes(_KEY), strides=(1,))
             keys = every[runs[0]]
-        else:  # more than 128 distinct non-ASCII characters: code points
+        else:  # more than 128 distinct non-ASCII characters, or Σ or İ: code points
             original = _codes(joined)
             nonspace = _framed(~_classify(original, _ASCII_SPACE, str.isspace))
             original_runs = _runs(_framed(_classify(original, _ASCII_WORD, _is_word)))
-            low_texts = low_texts or []
+            low_texts = [t.lower() for t in texts]
+            extra = []
             lowered = _codes(_SEP.join(low_texts))
             lowered_starts = _starts(list(map(len, low_texts)))
             runs = _runs(_framed(_classify(lowered, _ASCII_WORD, _is_word)))

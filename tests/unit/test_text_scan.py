@@ -70,11 +70,13 @@ def _word_cover(words: list[str], text: str) -> float:
 
 
 @pytest.mark.parametrize("seed", range(6))
-@pytest.mark.parametrize("alphabet", ["ascii", "some non-ascii", "many non-ascii"])
+@pytest.mark.parametrize("alphabet", ["ascii", "accents", "some non-ascii", "many non-ascii"])
 def test_the_scan_gives_the_per_text_numbers(seed: int, alphabet: str) -> None:
     texts = _texts(seed)
     if alphabet == "ascii":  # bytes
         texts = [t.encode("ascii", "ignore").decode() for t in texts]
+    elif alphabet == "accents":  # one byte per character, lower-cased by a table
+        texts = [t.replace("İ", "I").replace("Σ", "S") + " Ünïcödé ＫK" for t in texts]
     elif alphabet == "many non-ascii":  # more than 128 distinct: code points
         texts = [
             t + " " + "".join(chr(0x4E00 + (i * 7 + k) % 300) for k in range(5)) for i, t in enumerate(texts)
@@ -112,4 +114,5 @@ def test_which_representation() -> None:
     # bytes for ASCII and for few distinct other characters, code points beyond 128 of them
     assert TextScan.of(["plain"])._run_keys is not None
     assert TextScan.of(["café ’s"])._run_keys is not None
+    assert TextScan.of(["ΣΟΦΙΑ"])._run_keys is None  # final sigma: lower case depends on context
     assert TextScan.of(["".join(chr(0x4E00 + k) + " " for k in range(200))])._run_keys is None
