@@ -16,7 +16,7 @@ from psycopg import sql
 from psycopg.rows import RowFactory, dict_row, kwargs_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-from shared_core.storage.plan import Compute, Concurrently, Copy, Plan, Query
+from shared_core.storage.plan import Compute, Concurrently, Copy, Pipeline, Plan, Query
 
 __all__ = ["run_async", "run_sync"]
 
@@ -55,6 +55,24 @@ def _exec_sync(conn: psycopg.Connection[Any], query: Query) -> Any:
         cur.execute(query.statement, query.params)
         rows = cur.fetchall() if query.fetch != "none" and cur.description else None
         return _shape(cur, query, rows)
+
+
+def _pipeline_sync(conn: psycopg.Connection[Any], op: Pipeline) -> list[Any]:
+    with conn.pipeline():
+        cursors = []
+        for query in op.queries:
+            cur = conn.cursor(row_factory=_row_factory(query))
+            for stmt in _setting_statements(query):
+                cur.execute(stmt)
+            cur.execute(query.statement, query.params)
+            cursors.append(cur)
+    # Leaving the block synced: every result is in.
+    out = []
+    for cur, query in zip(cursors, op.queries, strict=True):
+        with cur:
+            rows = cur.fetchall() if query.fetch != "none" and cur.description else None
+            out.append(_shape(cur, query, rows))
+    return out
 
 
 def _copy_sync(conn: psycopg.Connection[Any], op: Copy) -> int:
@@ -114,6 +132,8 @@ def run_sync(pool: ConnectionPool[Any], plan: Plan[T], *, executor: ThreadPoolEx
                         conn = ctx.__enter__()
                     if isinstance(op, Copy):
                         value = _copy_sync(conn, op)
+                    elif isinstance(op, Pipeline):
+                        value = _pipeline_sync(conn, op)
                     else:
                         if op.timeout_ms is not None:
                             # A savepoint lets a timed-out statement fail without aborting the
@@ -151,6 +171,23 @@ async def _exec_async(conn: psycopg.AsyncConnection[Any], query: Query) -> Any:
         await cur.execute(query.statement, query.params)
         rows = await cur.fetchall() if query.fetch != "none" and cur.description else None
         return _shape(cur, query, rows)
+
+
+async def _pipeline_async(conn: psycopg.AsyncConnection[Any], op: Pipeline) -> list[Any]:
+    async with conn.pipeline():
+        cursors = []
+        for query in op.queries:
+            cur = conn.cursor(row_factory=_row_factory(query))
+            for stmt in _setting_statements(query):
+                await cur.execute(stmt)
+            await cur.execute(query.statement, query.params)
+            cursors.append(cur)
+    out = []
+    for cur, query in zip(cursors, op.queries, strict=True):
+        async with cur:
+            rows = await cur.fetchall() if query.fetch != "none" and cur.description else None
+            out.append(_shape(cur, query, rows))
+    return out
 
 
 async def _copy_async(conn: psycopg.AsyncConnection[Any], op: Copy) -> int:
@@ -201,6 +238,8 @@ async def run_async(pool: AsyncConnectionPool[Any], plan: Plan[T]) -> T:
                         conn = await ctx.__aenter__()
                     if isinstance(op, Copy):
                         value = await _copy_async(conn, op)
+                    elif isinstance(op, Pipeline):
+                        value = await _pipeline_async(conn, op)
                     else:
                         if op.timeout_ms is not None:
                             sp += 1
