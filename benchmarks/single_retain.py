@@ -63,11 +63,30 @@ def _describe(ms: list[float]) -> dict[str, float]:
 @contextlib.contextmanager
 def profiled() -> Iterator[dict[str, list[float]]]:
     """Time each statement / COPY the sync runner executes, and retain's CPU stages."""
+    import psycopg
+
     from shared_core.retain import flow
     from shared_core.storage import runner
 
     stages: dict[str, list[float]] = defaultdict(list)
     exec_sync, copy_sync, prepare = runner._exec_sync, runner._copy_sync, flow.prepare_retain
+    pipeline_sync = runner._pipeline_sync
+    commit = psycopg.Connection.commit
+
+    def timed_commit(self: Any) -> None:
+        t0 = time.perf_counter()
+        try:
+            commit(self)
+        finally:
+            stages["sql COMMIT"].append((time.perf_counter() - t0) * 1e3)
+
+    def timed_pipeline(conn: Any, op: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return pipeline_sync(conn, op)
+        finally:
+            heads = ", ".join(key(q.statement)[:18] for q in op.queries)
+            stages[f"pipeline: {heads}"[:100]].append((time.perf_counter() - t0) * 1e3)
 
     def key(statement: Any) -> str:
         text = statement if isinstance(statement, str) else repr(statement)
@@ -118,10 +137,14 @@ def profiled() -> Iterator[dict[str, list[float]]]:
     for (module, name), label in cpu.items():
         setattr(module, name, timed(label, saved[(module, name)]))
     runner._exec_sync, runner._copy_sync, flow.prepare_retain = timed_exec, timed_copy, timed_prepare
+    runner._pipeline_sync = timed_pipeline
+    psycopg.Connection.commit = timed_commit  # type: ignore[method-assign]
     try:
         yield stages
     finally:
         runner._exec_sync, runner._copy_sync, flow.prepare_retain = exec_sync, copy_sync, prepare
+        runner._pipeline_sync = pipeline_sync
+        psycopg.Connection.commit = commit  # type: ignore[method-assign]
         for (module, name), fn in saved.items():
             setattr(module, name, fn)
 

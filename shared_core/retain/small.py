@@ -1,18 +1,18 @@
-"""The small retain: a few memories (an agent storing a chat turn) in four round trips.
+"""The small retain: a few memories (an agent storing a chat turn) in three round trips.
 
 The batch plan (:func:`shared_core.retain.plan.retain_plan`) is built for thousands of rows: a
 staging table, ``COPY``, one statement per step, each waiting for the server. For one memory
 those waits are the cost: about twenty round trips (each a wake-up of the server and then of
 the client, several milliseconds on a busy machine) against one for a plain ``INSERT``. This
-plan writes the same rows with the same statements' logic, sent as four pipelines
+plan writes the same rows with the same statements' logic, sent as three pipelines
 (:class:`~shared_core.storage.plan.Pipeline`) whose statements do not need each other's
 results:
 
 1. the bank (upsert, read, lock), documents, causal references and entity resolution;
 2. the units (one parameterised ``INSERT`` each, no staging table), new entities, the known
    entities their words name, and the stored semantic and temporal neighbours;
-3. mention counts, entity mentions and links (``INSERT ... unnest``, no ``COPY``);
-4. the commit.
+3. mention counts, entity mentions and links (``INSERT ... unnest``, no ``COPY``), sent
+   without waiting: they travel with the commit.
 
 The stored rows (units, entities, mentions, links) are the batch plan's for the same input
 (``tests/integration/test_small_retain.py`` compares both paths row by row).
@@ -176,7 +176,7 @@ def _unit_params(request: RetainRequest, vectors: npt.NDArray[np.float32], i: in
 
 
 def small_retain_plan(request: RetainRequest, vectors: npt.NDArray[np.float32]) -> Plan[list[str]]:
-    """Write a small prepared retain (:func:`is_small`) in one transaction, four round trips;
+    """Write a small prepared retain (:func:`is_small`) in one transaction, three round trips;
     return the new unit ids in input order. The rows are :func:`~shared_core.retain.plan.
     retain_plan`'s."""
     bank, units, items = request.bank, request.units, request.items
@@ -330,7 +330,9 @@ def small_retain_plan(request: RetainRequest, vectors: npt.NDArray[np.float32]) 
             )
         )
     if third:
-        yield Pipeline(tuple(third))
+        # Sent with the commit (or the caller's next statement, when this plan is part of a
+        # larger one): no round trip of its own.
+        yield Pipeline(tuple(third), wait=False)
     return ids
 
 

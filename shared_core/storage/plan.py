@@ -78,9 +78,15 @@ class Pipeline:
     need each other's results: a later one sees what an earlier one wrote, but the plan sees
     nothing until all have run. If one fails, the transaction is lost as with a lone query.
     ``timeout_ms`` is not supported here (a timed-out statement needs a savepoint of its own).
+
+    ``wait=False``: for writes whose results the plan does not need (it receives ``None`` at
+    once). They are sent now and their results read with the next operation's, or with the
+    commit when the plan ends: no round trip of their own. If one fails, the error reaches the
+    plan at its next operation, or the caller at the commit.
     """
 
     queries: tuple[Query, ...]
+    wait: bool = True
 
     def __post_init__(self) -> None:
         if any(q.timeout_ms is not None for q in self.queries):

@@ -10,6 +10,7 @@ entities' keys).
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import uuid
 from typing import Any
@@ -22,6 +23,7 @@ from shared_core.errors import DimensionMismatchError, InvalidItemError
 from shared_core.retain.flow import RetainContext, prepare_retain
 from shared_core.retain.plan import retain_plan
 from shared_core.retain.small import SMALL_RETAIN_MAX_UNITS, is_small, small_retain_plan
+from shared_core.storage.plan import Pipeline, Plan, Query
 
 NOW = dt.datetime(2024, 6, 10, 12, 0, tzinfo=dt.UTC)
 DAY = dt.timedelta(days=1)
@@ -90,10 +92,10 @@ def _write(engine: MemoryEngine, bank: str, items: list[Any], *, small: bool) ->
 def _rows(dsn: str, bank: str) -> dict[str, Any]:
     """Every row the retain wrote in ``bank``, ids replaced by unit texts and entity keys."""
     with psycopg.connect(dsn) as conn:
-        text_of = dict(
+        text_of: dict[uuid.UUID, str] = dict(
             conn.execute("SELECT id, text FROM memory_units WHERE bank_id = %s", (bank,)).fetchall()
         )
-        key_of = dict(
+        key_of: dict[uuid.UUID, str] = dict(
             conn.execute("SELECT id, match_key FROM entities WHERE bank_id = %s", (bank,)).fetchall()
         )
         units = conn.execute(
@@ -190,3 +192,56 @@ def test_larger_retains_take_the_batch_path(engine: MemoryEngine) -> None:
     items = [f"Memory number {i} about Denver." for i in range(SMALL_RETAIN_MAX_UNITS + 1)]
     request, _ = prepare_retain(_context(engine), items, "any", None)
     assert not is_small(request)
+
+
+def _deferred_plan(bank: str, *, fail: bool) -> Plan[str]:
+    """A bank row, then deferred writes (one breaks a foreign key when ``fail``)."""
+    yield Query(
+        "INSERT INTO banks (bank_id, embedding_model, embedding_dimension) VALUES (%(b)s, 'm', 3)",
+        {"b": bank},
+        fetch="none",
+    )
+    yield Pipeline(
+        (
+            Query("INSERT INTO bank_stats (bank_id) VALUES (%(b)s)", {"b": bank}, fetch="none"),
+            Query(
+                "INSERT INTO documents (bank_id, document_id) VALUES (%(b)s, 'd')",
+                {"b": bank + "-missing" if fail else bank},
+                fetch="none",
+            ),
+        ),
+        wait=False,
+    )
+    return bank
+
+
+def _exists(dsn: str, bank: str) -> tuple[bool, bool]:
+    with psycopg.connect(dsn) as conn:
+        banks = conn.execute("SELECT count(*) FROM banks WHERE bank_id = %s", (bank,)).fetchone()
+        docs = conn.execute("SELECT count(*) FROM documents WHERE bank_id = %s", (bank,)).fetchone()
+    assert banks is not None and docs is not None
+    return bool(banks[0]), bool(docs[0])
+
+
+def test_deferred_writes_land_with_the_commit_or_not_at_all(engine: MemoryEngine) -> None:
+    ok, broken = _bank("deferred"), _bank("deferred")
+    assert engine.run(_deferred_plan(ok, fail=False)) == ok
+    assert _exists(engine.dsn, ok) == (True, True)
+    with pytest.raises(Exception, match=r"foreign key|documents"):
+        engine.run(_deferred_plan(broken, fail=True))
+    assert _exists(engine.dsn, broken) == (False, False)
+    # the pooled connection is clean afterwards
+    assert engine.retain(["Alice works at Google."], bank=broken, progress=False)
+
+
+def test_deferred_writes_async_twin(engine: MemoryEngine) -> None:
+    async def scenario() -> None:
+        ok, broken = _bank("adeferred"), _bank("adeferred")
+        assert await engine.arun(_deferred_plan(ok, fail=False)) == ok
+        with pytest.raises(Exception, match=r"foreign key|documents"):
+            await engine.arun(_deferred_plan(broken, fail=True))
+        assert _exists(engine.dsn, ok) == (True, True)
+        assert _exists(engine.dsn, broken) == (False, False)
+        assert await engine.aretain(["Alice works at Google."], bank=broken, progress=False)
+
+    asyncio.run(scenario())
