@@ -8,7 +8,9 @@ once into an embedded server under ``$XDG_DATA_HOME`` and reused. Each measured 
 chat turn with its vector given and extraction on (``measure_single_retain`` of
 ``recall_latency.py``: the same turns, dates and vectors), deleted afterwards. The plain
 baseline is one ``INSERT`` of one vector into a table of the same vectors with one HNSW index,
-in the same run on the same server. Rounds alternate plain and ours so load drifts hit both.
+in the same run on the same server. Rounds alternate plain and ours so load drifts hit both;
+``--compare-batch`` adds, in each round, the same turn through the batch plan (the path every
+retain took before the small path).
 
 ``--profile`` times every database operation of the retain (statement text head, ms) and the
 CPU stages (prepare: validation, context, extraction), and prints the median of each.
@@ -154,7 +156,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--size", type=int, default=10_000)
     p.add_argument("--count", type=int, default=40, help="one-memory retains measured")
     p.add_argument("--profile", action="store_true")
+    p.add_argument("--no-extraction", action="store_true", help="diagnosis: spaCy and Duckling off")
+    p.add_argument(
+        "--compare-batch",
+        action="store_true",
+        help="also retain each turn through the batch plan (staging table, COPY), alternating",
+    )
     p.add_argument("--out", type=Path, default=None)
+    p.add_argument(
+        "--data-dir", type=Path, default=None, help="embedded server data dir (default: $XDG_DATA_HOME's)"
+    )
     args = p.parse_args(argv)
 
     import psycopg
@@ -163,10 +174,18 @@ def main(argv: list[str] | None = None) -> int:
     from recall_latency import ensure_bank
 
     from shared_core import EngineConfig, MemoryEngine
+    from shared_core.retain import flow
+    from shared_core.retain.small import is_small
     from shared_core.types import MemoryItem
 
-    loader = MemoryEngine(config=EngineConfig(extract_entities=False, extract_dates=False))
     report: dict[str, Any] = {"size": args.size, "loadavg_start": _loadavg()}
+    # Explicitly under the user data dir: run as root, the default is the machine-wide
+    # /var/lib/hindsight-retrievers/pgdata, which is not private to this run.
+    import platformdirs
+
+    data_dir = args.data_dir or platformdirs.user_data_path("hindsight-retrievers") / "pgdata"
+    report["data_dir"] = str(data_dir)
+    loader = MemoryEngine(data_dir=data_dir, config=EngineConfig(extract_entities=False, extract_dates=False))
     try:
         corpus = make_corpus(args.size)
         bank = f"bench-single-v{CORPUS_VERSION}-{args.size}"
@@ -177,9 +196,15 @@ def main(argv: list[str] | None = None) -> int:
         rng = np.random.default_rng(5)
         noisy = [v + rng.normal(0, 0.02, size=v.shape[0]).astype(np.float32) for v in picks]
         ours: list[float] = []
+        batch: list[float] = []
         plain: list[float] = []
         stages: dict[str, list[float]] = {}
-        with MemoryEngine(loader.dsn) as engine, plain_table(loader.dsn, vectors.shape[1]) as table:
+        config = EngineConfig(extract_entities=False, extract_dates=False) if args.no_extraction else None
+        report["extraction"] = not args.no_extraction
+        with (
+            MemoryEngine(loader.dsn, config=config) as engine,
+            plain_table(loader.dsn, vectors.shape[1]) as table,
+        ):
             plain_load(loader.dsn, table, vectors, index_first=False)
             # One connection, one autocommit INSERT per row, as _plain.plain_insert_one.
             plain_conn = psycopg.connect(loader.dsn, autocommit=True)
@@ -202,11 +227,24 @@ def main(argv: list[str] | None = None) -> int:
                     t0 = time.perf_counter()
                     ids += engine.retain([item], bank=bank, progress=False)
                     ours.append((time.perf_counter() - t0) * 1e3)
+                    if args.compare_batch:
+                        flow.is_small = lambda request: False
+                        try:
+                            t0 = time.perf_counter()
+                            ids += engine.retain([item], bank=bank, progress=False)
+                            batch.append((time.perf_counter() - t0) * 1e3)
+                        finally:
+                            flow.is_small = is_small
             engine.delete(ids, bank=bank)
             plain_conn.close()
         report["ours_ms"] = _describe(ours)
         report["plain_insert_ms"] = _describe(plain)
         report["ratio_p50"] = round(report["ours_ms"]["p50"] / report["plain_insert_ms"]["p50"], 2)
+        if batch:
+            report["batch_path_ms"] = _describe(batch)
+            report["batch_path_ratio_p50"] = round(
+                report["batch_path_ms"]["p50"] / report["plain_insert_ms"]["p50"], 2
+            )
         if stages:
             report["profile_ms"] = {
                 k: {"p50": round(statistics.median(v), 2), "per_retain": round(len(v) / args.count, 2)}
