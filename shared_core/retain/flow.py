@@ -185,7 +185,6 @@ def embed(ctx: RetainContext, texts: list[str], bar: RetainProgress) -> npt.NDAr
         (longest first), each batch pads little. The vectors come back in input order.
 
         >>> from shared_core.retain.progress import RetainProgress
-    from shared_core.retain.small import is_small, small_retain_error, small_retain_plan
         >>> from types import SimpleNamespace
         >>> class Lengths:
         ...     batches: list[list[str]] = []
