@@ -180,24 +180,24 @@ def prepare_retain(
 def embed(ctx: RetainContext, texts: list[str], bar: RetainProgress) -> npt.NDArray[np.float32]:
     """Embed ``texts`` in batches of similar length, advancing the retain's progress bar.
 
-        A transformer pads every text of a batch to its longest, so batches cut in input order from
-        a mix of long and short units pay the long ones' length for all of them; sorted by length
-        (longest first), each batch pads little. The vectors come back in input order.
+    A transformer pads every text of a batch to its longest, so batches cut in input order from
+    a mix of long and short units pay the long ones' length for all of them; sorted by length
+    (longest first), each batch pads little. The vectors come back in input order.
 
-        >>> from shared_core.retain.progress import RetainProgress
-        >>> from types import SimpleNamespace
-        >>> class Lengths:
-        ...     batches: list[list[str]] = []
-        ...     def embed_documents(self, texts):
-        ...         self.batches.append(list(texts))
-        ...         return np.array([[float(len(t))] for t in texts], dtype=np.float32)
-        >>> embedder = Lengths()
-        >>> ctx = SimpleNamespace(models=SimpleNamespace(embedder=embedder),
-        ...                       config=SimpleNamespace(embed_batch_size=2))
-        >>> embed(ctx, ["a", "ccc", "bb", "dddd"], RetainProgress(False)).ravel().tolist()
-        [1.0, 3.0, 2.0, 4.0]
-        >>> embedder.batches
-        [['dddd', 'ccc'], ['bb', 'a']]
+    >>> from shared_core.retain.progress import RetainProgress
+    >>> from types import SimpleNamespace
+    >>> class Lengths:
+    ...     batches: list[list[str]] = []
+    ...     def embed_documents(self, texts):
+    ...         self.batches.append(list(texts))
+    ...         return np.array([[float(len(t))] for t in texts], dtype=np.float32)
+    >>> embedder = Lengths()
+    >>> ctx = SimpleNamespace(models=SimpleNamespace(embedder=embedder),
+    ...                       config=SimpleNamespace(embed_batch_size=2))
+    >>> embed(ctx, ["a", "ccc", "bb", "dddd"], RetainProgress(False)).ravel().tolist()
+    [1.0, 3.0, 2.0, 4.0]
+    >>> embedder.batches
+    [['dddd', 'ccc'], ['bb', 'a']]
     """
     embedder, size = ctx.models.embedder, ctx.config.embed_batch_size
     if not texts:
