@@ -628,7 +628,13 @@ class SpacyEntityExtractor:
         """Return the entity mentions of each text, one list per text, in input order."""
         results: list[list[EntityMention]] = [[] for _ in texts]
         cleaned = [(i, _clean_text(text)) for i, text in enumerate(texts)]
-        cleaned = [(i, text) for i, text in cleaned if text.strip()]
+        # Unless lower-case names are kept, a name needs a capital letter (``_name``): a text
+        # without one ("ok, sounds good") cannot yield a mention and skips the model.
+        cleaned = [
+            (i, text)
+            for i, text in cleaned
+            if text.strip() and (self._keep_lowercase or any(c.isupper() for c in text))
+        ]
         if not cleaned:
             return results  # nothing to parse: do not load the model
         loaded = _pipeline(self._model)

@@ -27,6 +27,7 @@ from shared_core.retain.neighbours import context_vectors, index_contexts, unit_
 from shared_core.retain.plan import RetainRequest, merge_vectors, retain_plan
 from shared_core.retain.prepare import coerce_items, materialise_items, prepare_units
 from shared_core.retain.progress import RetainProgress
+from shared_core.retain.small import is_small, small_retain_error, small_retain_plan
 from shared_core.storage.errors import copy_row, map_database_error
 from shared_core.storage.plan import Compute, Plan
 from shared_core.types import check_bank
@@ -75,10 +76,14 @@ def retain_flow(
     bar = RetainProgress(progress)
     try:
         request, vectors = yield Compute(prepare_retain, (ctx, materialised, bank, document_id, bar))
+        small = is_small(request)
         try:
-            ids: list[str] = yield from retain_plan(request, vectors)
+            if small:  # a chat turn: few round trips, no staging table (retain/small.py)
+                ids: list[str] = yield from small_retain_plan(request, vectors)
+            else:
+                ids = yield from retain_plan(request, vectors)
         except psycopg.Error as exc:
-            raise retain_error(exc, request) from exc
+            raise (small_retain_error if small else retain_error)(exc, request) from exc
         bar.stage("done", done=3)
     finally:
         bar.close()

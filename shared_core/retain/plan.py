@@ -63,7 +63,9 @@ FROM STDIN"""
 # in the configured text-search config, plus CJK bigrams under 'simple' (no stemming, no
 # segmentation) so Chinese and Japanese queries can match; the neighbour context (the memory
 # before it in its document, retain/neighbours.py) at 'D', which BM25 counts at a discount.
-INSERT_UNITS = """
+# The staged rows' columns as ``s.*``; the small retain (retain/small.py) reads them from
+# parameters instead of the stage.
+UNITS_SELECT = """
 INSERT INTO memory_units (bank_id, id, text, context, embedding, fact_type, occurred_start,
     occurred_end, mentioned_at, date_grain, tags, metadata, proof_count, document_id, chunk_id,
     index_context, search_vector, created_at, updated_at)
@@ -75,8 +77,13 @@ SELECT %(bank)s, s.id, s.text, s.context, s.embedding, s.fact_type, s.occurred_s
       || setweight(to_tsvector(%(ts_config)s::regconfig, coalesce(s.signals, '')), 'C')
       || setweight(to_tsvector('simple', coalesce(s.cjk, '')), 'A')
       || setweight(to_tsvector(%(ts_config)s::regconfig, coalesce(s.index_context, '')), 'D'),
-    %(now)s, %(now)s
+    %(now)s, %(now)s"""
+
+INSERT_UNITS = (
+    UNITS_SELECT
+    + """
 FROM retain_stage s"""
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

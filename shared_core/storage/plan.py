@@ -22,7 +22,7 @@ from typing import Any, Literal, LiteralString, TypeAlias, TypeVar
 
 from psycopg import sql
 
-__all__ = ["Compute", "Concurrently", "Copy", "Operation", "Plan", "Query", "Statement"]
+__all__ = ["Compute", "Concurrently", "Copy", "Operation", "Pipeline", "Plan", "Query", "Statement"]
 
 T = TypeVar("T")
 Statement: TypeAlias = "LiteralString | sql.SQL | sql.Composed"
@@ -71,6 +71,29 @@ class Concurrently:
 
 
 @dataclass(frozen=True, slots=True)
+class Pipeline:
+    """Run several queries in order, in the plan's transaction, sent together (psycopg's
+    pipeline mode: one network round trip instead of one per statement). The plan receives
+    their results in order, each shaped as a lone :class:`Query`'s. For statements that do not
+    need each other's results: a later one sees what an earlier one wrote, but the plan sees
+    nothing until all have run. If one fails, the transaction is lost as with a lone query.
+    ``timeout_ms`` is not supported here (a timed-out statement needs a savepoint of its own).
+
+    ``wait=False``: for writes whose results the plan does not need (it receives ``None`` at
+    once). They are sent now and their results read with the next operation's, or with the
+    commit when the plan ends: no round trip of their own. If one fails, the error reaches the
+    plan at its next operation, or the caller at the commit.
+    """
+
+    queries: tuple[Query, ...]
+    wait: bool = True
+
+    def __post_init__(self) -> None:
+        if any(q.timeout_ms is not None for q in self.queries):
+            raise ValueError("a Pipeline cannot run queries with timeout_ms")
+
+
+@dataclass(frozen=True, slots=True)
 class Compute:
     """CPU-bound work (embedding, NER, reranking): run inline by the sync runner and in a worker
     thread by the async runner so it never blocks the event loop."""
@@ -79,5 +102,5 @@ class Compute:
     args: tuple[Any, ...] = ()
 
 
-Operation: TypeAlias = Query | Copy | Concurrently | Compute
+Operation: TypeAlias = Query | Copy | Concurrently | Pipeline | Compute
 Plan: TypeAlias = Generator[Operation, Any, T]

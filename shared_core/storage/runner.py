@@ -16,7 +16,7 @@ from psycopg import sql
 from psycopg.rows import RowFactory, dict_row, kwargs_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-from shared_core.storage.plan import Compute, Concurrently, Copy, Plan, Query
+from shared_core.storage.plan import Compute, Concurrently, Copy, Pipeline, Plan, Query
 
 __all__ = ["run_async", "run_sync"]
 
@@ -57,6 +57,29 @@ def _exec_sync(conn: psycopg.Connection[Any], query: Query) -> Any:
         return _shape(cur, query, rows)
 
 
+def _send_sync(conn: psycopg.Connection[Any], op: Pipeline) -> list[psycopg.Cursor[Any]]:
+    cursors = []
+    for query in op.queries:
+        cur = conn.cursor(row_factory=_row_factory(query))
+        for stmt in _setting_statements(query):
+            cur.execute(stmt)
+        cur.execute(query.statement, query.params)
+        cursors.append(cur)
+    return cursors
+
+
+def _pipeline_sync(conn: psycopg.Connection[Any], op: Pipeline) -> list[Any]:
+    with conn.pipeline():
+        cursors = _send_sync(conn, op)
+    # Leaving the block synced: every result is in.
+    out = []
+    for cur, query in zip(cursors, op.queries, strict=True):
+        with cur:
+            rows = cur.fetchall() if query.fetch != "none" and cur.description else None
+            out.append(_shape(cur, query, rows))
+    return out
+
+
 def _copy_sync(conn: psycopg.Connection[Any], op: Copy) -> int:
     with conn.cursor() as cur, cur.copy(op.statement) as copy:
         for row in op.rows:
@@ -88,6 +111,7 @@ def run_sync(pool: ConnectionPool[Any], plan: Plan[T], *, executor: ThreadPoolEx
     value: Any = None
     error: BaseException | None = None
     failed: psycopg.Error | None = None
+    pending: Any = None  # an open pipeline of writes sent with wait=False
     try:
         while True:
             try:
@@ -96,13 +120,19 @@ def run_sync(pool: ConnectionPool[Any], plan: Plan[T], *, executor: ThreadPoolEx
                 if failed is not None:
                     raise failed from None
                 if conn is not None:
-                    conn.commit()
+                    conn.commit()  # in the open pipeline, if any: one round trip for both
+                if pending is not None:
+                    pending, open_pipeline = None, pending
+                    open_pipeline.__exit__(None, None, None)
                 result: T = stop.value
                 return result
             if failed is not None:  # the plan went on after a failed statement: never run more
                 raise failed
             error = None
             try:
+                if pending is not None:
+                    pending, open_pipeline = None, pending
+                    open_pipeline.__exit__(None, None, None)
                 if isinstance(op, Compute):
                     value = op.fn(*op.args)
                 elif isinstance(op, Concurrently):
@@ -114,6 +144,13 @@ def run_sync(pool: ConnectionPool[Any], plan: Plan[T], *, executor: ThreadPoolEx
                         conn = ctx.__enter__()
                     if isinstance(op, Copy):
                         value = _copy_sync(conn, op)
+                    elif isinstance(op, Pipeline) and not op.wait:
+                        pending = conn.pipeline()
+                        pending.__enter__()
+                        _send_sync(conn, op)
+                        value = None
+                    elif isinstance(op, Pipeline):
+                        value = _pipeline_sync(conn, op)
                     else:
                         if op.timeout_ms is not None:
                             # A savepoint lets a timed-out statement fail without aborting the
@@ -131,6 +168,9 @@ def run_sync(pool: ConnectionPool[Any], plan: Plan[T], *, executor: ThreadPoolEx
                 # from); it cannot carry on.
                 error = failed = exc
     except BaseException:
+        if pending is not None:
+            with contextlib.suppress(psycopg.Error):
+                pending.__exit__(None, None, None)
         if conn is not None:
             with contextlib.suppress(psycopg.Error):  # a lost connection cannot roll back
                 conn.rollback()
@@ -151,6 +191,28 @@ async def _exec_async(conn: psycopg.AsyncConnection[Any], query: Query) -> Any:
         await cur.execute(query.statement, query.params)
         rows = await cur.fetchall() if query.fetch != "none" and cur.description else None
         return _shape(cur, query, rows)
+
+
+async def _send_async(conn: psycopg.AsyncConnection[Any], op: Pipeline) -> list[psycopg.AsyncCursor[Any]]:
+    cursors = []
+    for query in op.queries:
+        cur = conn.cursor(row_factory=_row_factory(query))
+        for stmt in _setting_statements(query):
+            await cur.execute(stmt)
+        await cur.execute(query.statement, query.params)
+        cursors.append(cur)
+    return cursors
+
+
+async def _pipeline_async(conn: psycopg.AsyncConnection[Any], op: Pipeline) -> list[Any]:
+    async with conn.pipeline():
+        cursors = await _send_async(conn, op)
+    out = []
+    for cur, query in zip(cursors, op.queries, strict=True):
+        async with cur:
+            rows = await cur.fetchall() if query.fetch != "none" and cur.description else None
+            out.append(_shape(cur, query, rows))
+    return out
 
 
 async def _copy_async(conn: psycopg.AsyncConnection[Any], op: Copy) -> int:
@@ -176,6 +238,7 @@ async def run_async(pool: AsyncConnectionPool[Any], plan: Plan[T]) -> T:
     value: Any = None
     error: BaseException | None = None
     failed: psycopg.Error | None = None
+    pending: Any = None  # an open pipeline of writes sent with wait=False
     try:
         while True:
             try:
@@ -184,13 +247,19 @@ async def run_async(pool: AsyncConnectionPool[Any], plan: Plan[T]) -> T:
                 if failed is not None:
                     raise failed from None
                 if conn is not None:
-                    await conn.commit()
+                    await conn.commit()  # in the open pipeline, if any: one round trip for both
+                if pending is not None:
+                    pending, open_pipeline = None, pending
+                    await open_pipeline.__aexit__(None, None, None)
                 result: T = stop.value
                 return result
             if failed is not None:  # the plan went on after a failed statement: never run more
                 raise failed
             error = None
             try:
+                if pending is not None:
+                    pending, open_pipeline = None, pending
+                    await open_pipeline.__aexit__(None, None, None)
                 if isinstance(op, Compute):
                     value = await asyncio.to_thread(op.fn, *op.args)
                 elif isinstance(op, Concurrently):
@@ -201,6 +270,13 @@ async def run_async(pool: AsyncConnectionPool[Any], plan: Plan[T]) -> T:
                         conn = await ctx.__aenter__()
                     if isinstance(op, Copy):
                         value = await _copy_async(conn, op)
+                    elif isinstance(op, Pipeline) and not op.wait:
+                        pending = conn.pipeline()
+                        await pending.__aenter__()
+                        await _send_async(conn, op)
+                        value = None
+                    elif isinstance(op, Pipeline):
+                        value = await _pipeline_async(conn, op)
                     else:
                         if op.timeout_ms is not None:
                             sp += 1
@@ -216,6 +292,9 @@ async def run_async(pool: AsyncConnectionPool[Any], plan: Plan[T]) -> T:
                 # from); it cannot carry on.
                 error = failed = exc
     except BaseException:
+        if pending is not None:
+            with contextlib.suppress(psycopg.Error):
+                await pending.__aexit__(None, None, None)
         if conn is not None:
             with contextlib.suppress(psycopg.Error):  # a lost connection cannot roll back
                 await conn.rollback()

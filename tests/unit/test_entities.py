@@ -18,6 +18,7 @@ from shared_core.extraction.entities import (
     DEFAULT_ENTITY_LABELS,
     FALLBACK_LABEL,
     SpacyEntityExtractor,
+    _pipeline,
     canonicalize_entity_name,
     entity_match_key,
     resolve_in_batch,
@@ -341,3 +342,18 @@ def test_resolve_empty_and_odd_names() -> None:
 def test_resolve_bad_threshold() -> None:
     with pytest.raises(ValueError):
         resolve_in_batch(["a"], threshold=1.5)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["ok, sounds good", "see you at the lake next week", "i met alice at google today", "über café"],
+)
+def test_text_without_a_capital_skips_the_model_with_the_same_answer(
+    extractor: SpacyEntityExtractor, text: str
+) -> None:
+    """The skip is exact: run through the model anyway, such a text yields no mention."""
+    loaded = _pipeline(extractor.model_name)
+    assert extractor._mentions(loaded.nlp(text), loaded) == []
+    assert extractor.extract([text, "Alice works at Google."])[0] == []
+    keeper = SpacyEntityExtractor(keep_lowercase=True)
+    assert keeper.extract([text]) == [keeper._mentions(loaded.nlp(text), loaded)]

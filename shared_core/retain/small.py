@@ -1,0 +1,400 @@
+"""The small retain: a few memories (an agent storing a chat turn) in three round trips.
+
+The batch plan (:func:`shared_core.retain.plan.retain_plan`) is built for thousands of rows: a
+staging table, ``COPY``, one statement per step, each waiting for the server. For one memory
+those waits are the cost: about twenty round trips (each a wake-up of the server and then of
+the client, several milliseconds on a busy machine) against one for a plain ``INSERT``. This
+plan writes the same rows with the same statements' logic, sent as three pipelines
+(:class:`~shared_core.storage.plan.Pipeline`) whose statements do not need each other's
+results:
+
+1. the bank (upsert, read, lock), documents, causal references and entity resolution;
+2. the units (one parameterised ``INSERT`` each, no staging table), new entities, the known
+   entities their words name, and the stored semantic and temporal neighbours;
+3. mention counts, entity mentions and links (``INSERT ... unnest``, no ``COPY``), sent
+   without waiting: they travel with the commit.
+
+The stored rows (units, entities, mentions, links) are the batch plan's for the same input
+(``tests/integration/test_small_retain.py`` compares both paths row by row).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import uuid
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
+import psycopg
+
+from shared_core.errors import InvalidItemError
+from shared_core.extraction.entities import entity_match_key, mention_keys
+from shared_core.ids import uuid7
+from shared_core.retain.links import (
+    _CAUSAL_FIELDS,
+    CHECK_REFERENCED,
+    COUNT_MENTIONS,
+    KNOWN_ENTITY_KEYS,
+    RESOLVE_ENTITIES,
+    TEMPORAL_NEIGHBOURS,
+    UPSERT_ENTITIES,
+    batch_semantic_pairs,
+    causal_links,
+    cue_causal_links,
+    semantic_neighbours_statement,
+)
+from shared_core.retain.plan import (
+    DELETE_DOCUMENTS,
+    INSERT_DOCUMENTS,
+    SELECT_BANK,
+    UNITS_SELECT,
+    UPSERT_BANK,
+    RetainRequest,
+)
+from shared_core.storage.dimensions import Dimension
+from shared_core.storage.errors import map_database_error
+from shared_core.storage.locks import CLAIM_BANK_STATS
+from shared_core.storage.plan import Pipeline, Plan, Query
+from shared_core.storage.queries import BankEmbedder
+
+__all__ = ["SMALL_RETAIN_MAX_UNITS", "is_small", "small_retain_error", "small_retain_plan"]
+
+SMALL_RETAIN_MAX_UNITS: Final = 8
+"""Up to this many units (and no long item split into a chunk) take the small path: one
+statement per unit costs less than a staging table until a batch is larger than a few rows."""
+
+# The batch plan's unit insert over one row given as parameters, cast to the stage's types.
+INSERT_UNIT = (
+    UNITS_SELECT
+    + """
+FROM (VALUES (%(id)s::uuid, %(text)s::text, %(context)s::text, %(embedding)s::vector,
+    %(fact_type)s::text, %(occurred_start)s::timestamptz, %(occurred_end)s::timestamptz,
+    %(mentioned_at)s::timestamptz, %(date_grain)s::text, %(tags)s::text[], %(metadata)s::jsonb,
+    %(proof_count)s::integer, %(document_id)s::text, %(chunk_id)s::text, %(signals)s::text,
+    %(cjk)s::text, %(index_context)s::text))
+  AS s(id, text, context, embedding, fact_type, occurred_start, occurred_end, mentioned_at,
+       date_grain, tags, metadata, proof_count, document_id, chunk_id, signals, cjk,
+       index_context)"""
+)
+
+INSERT_UNIT_ENTITIES = """
+INSERT INTO unit_entities (bank_id, unit_id, entity_id)
+SELECT %(bank)s, p.u, p.e FROM unnest(%(units)s::uuid[], %(entities)s::uuid[]) AS p(u, e)"""
+
+# Weights travel as text and are parsed by the column's type, as COPY's text rows are.
+INSERT_LINKS = """
+INSERT INTO memory_links (bank_id, from_id, to_id, link_type, weight)
+SELECT %(bank)s, l.f, l.t, l.k, l.w::real
+FROM unnest(%(froms)s::uuid[], %(tos)s::uuid[], %(kinds)s::text[], %(weights)s::text[])
+  AS l(f, t, k, w)"""
+
+_ITEM_STATE_CLASSES = ("22", "23")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Resolved:
+    """One row of :data:`RESOLVE_ENTITIES`."""
+
+    key: str
+    id: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _EntityKey:
+    """One row of :data:`UPSERT_ENTITIES` and :data:`KNOWN_ENTITY_KEYS`."""
+
+    id: str
+    match_key: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _IdRow:
+    id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Semantic:
+    from_id: str
+    to_id: str
+    similarity: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Temporal:
+    from_id: str
+    to_id: str
+    hours: float
+
+
+def is_small(request: RetainRequest) -> bool:
+    """Whether ``request`` takes the small path."""
+    return 0 < len(request.units) <= SMALL_RETAIN_MAX_UNITS and not request.chunks
+
+
+def small_retain_error(exc: psycopg.Error, request: RetainRequest) -> Exception:
+    """A database error of the small path, typed: a refused row (bad data, a broken
+    constraint) of a retain whose units all come from one item names that item, as the batch
+    path names the staged row's item; the rest is mapped as everywhere."""
+    state = exc.sqlstate or ""
+    items = {u.item_index for u in request.units}
+    table = getattr(exc.diag, "table_name", None)
+    if state[:2] in _ITEM_STATE_CLASSES and len(items) == 1 and table in (None, "memory_units"):
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else state
+        return InvalidItemError(items.pop(), f"the database refused it ({state}): {detail}")
+    mapped = map_database_error(exc)
+    return mapped if isinstance(mapped, Exception) else exc
+
+
+def _unit_params(request: RetainRequest, vectors: npt.NDArray[np.float32], i: int) -> dict[str, Any]:
+    u = request.units[i]
+    return {
+        "bank": request.bank,
+        "ts_config": request.ts_config,
+        "now": request.now,
+        "id": u.id,
+        "text": u.text,
+        "context": u.context,
+        "embedding": vectors[i],
+        "fact_type": u.fact_type,
+        "occurred_start": u.occurred_start,
+        "occurred_end": u.occurred_end,
+        "mentioned_at": u.mentioned_at,
+        "date_grain": u.date_grain,
+        "tags": list(u.tags),
+        "metadata": u.metadata_json,
+        "proof_count": u.proof_count,
+        "document_id": u.document_id,
+        "chunk_id": u.chunk_id,
+        "signals": request.signals[i],
+        "cjk": request.cjk[i],
+        "index_context": u.index_context,
+    }
+
+
+def small_retain_plan(request: RetainRequest, vectors: npt.NDArray[np.float32]) -> Plan[list[str]]:
+    """Write a small prepared retain (:func:`is_small`) in one transaction, three round trips;
+    return the new unit ids in input order. The rows are :func:`~shared_core.retain.plan.
+    retain_plan`'s."""
+    bank, units, items = request.bank, request.units, request.items
+    dimension = int(vectors.shape[1])
+    link_vectors = vectors if request.own_vectors is None else request.own_vectors
+    ids = [u.id for u in units]
+    uuids = [uuid.UUID(i) for i in ids]
+    causal, external = causal_links(items, units)  # a malformed reference raises here
+
+    # Entity names per unit (resolved by key) and the words that may name known entities.
+    mention_linked = [items[u.item_index].entities is None for u in units]
+    grams = [
+        mention_keys(u.text) if flag else frozenset() for u, flag in zip(units, mention_linked, strict=True)
+    ]
+    all_grams = sorted(frozenset().union(*grams))
+    by_key: dict[str, str] = {}
+    mentions: list[tuple[str, str]] = []
+    seen_of: dict[str, _dt.datetime] = {}
+    for unit, per_unit in zip(units, request.entities, strict=True):
+        for name in per_unit:
+            key = entity_match_key(name)
+            by_key.setdefault(key, name)
+            mentions.append((unit.id, key))
+            seen_of[key] = min(seen_of.get(key, unit.mentioned_at), unit.mentioned_at)
+    keys = sorted(by_key)
+
+    # 1. Bank, lock, documents, references, entity resolution.
+    document_ids = sorted({u.document_id for u in units if u.document_id is not None})
+    first: list[Query] = [
+        Query(
+            UPSERT_BANK,
+            {"bank": bank, "model": request.embedding_model, "dimension": dimension},
+            fetch="none",
+        ),
+        Query(SELECT_BANK, {"bank": bank}, fetch="one", row_type=BankEmbedder),
+        Query(CLAIM_BANK_STATS, {"bank": bank}, fetch="none"),
+    ]
+    if request.replace_documents:
+        first.append(
+            Query(
+                DELETE_DOCUMENTS,
+                {"bank": bank, "document_ids": list(request.replace_documents)},
+                fetch="none",
+            )
+        )
+    if document_ids:
+        first.append(Query(INSERT_DOCUMENTS, {"bank": bank, "document_ids": document_ids}, fetch="none"))
+    if external:
+        first.append(Query(CHECK_REFERENCED, {"bank": bank, "ids": sorted(set(external))}, row_type=_IdRow))
+    if keys:
+        first.append(
+            Query(
+                RESOLVE_ENTITIES,
+                {"bank": bank, "keys": keys},
+                settings={"pg_trgm.similarity_threshold": str(request.entity_threshold)},
+                row_type=_Resolved,
+            )
+        )
+    results = yield Pipeline(tuple(first))
+    bank_row: BankEmbedder = results[1]
+    bank_row.check(bank, request.embedding_model, dimension)
+    at = 3 + bool(request.replace_documents) + bool(document_ids)
+    if external:
+        missing: list[_IdRow] = results[at]
+        at += 1
+        if missing:
+            bad = missing[0].id
+            index, field = next(
+                (i, f)
+                for i, item in enumerate(items)
+                for f in _CAUSAL_FIELDS
+                if any(str(r) == bad for r in getattr(item, f))
+            )
+            raise InvalidItemError(index, f"{field} references memory {bad} which is not in bank {bank!r}")
+    entity_of: dict[str, str] = {}
+    if keys:
+        resolved: list[_Resolved] = results[at]
+        entity_of = {r.key: r.id for r in resolved if r.id is not None}
+    new_keys = [k for k in keys if k not in entity_of]
+
+    # 2. Units, new entities, known entities named, stored neighbours.
+    second: list[Query] = [
+        Query(INSERT_UNIT, _unit_params(request, vectors, i), fetch="none") for i in range(len(units))
+    ]
+    if new_keys:
+        second.append(
+            Query(
+                UPSERT_ENTITIES,
+                {
+                    "bank": bank,
+                    "ids": [uuid7() for _ in new_keys],
+                    "names": [by_key[k] for k in new_keys],
+                    "keys": new_keys,
+                    "seen": [seen_of[k] for k in new_keys],
+                },
+                row_type=_EntityKey,
+            )
+        )
+    if all_grams:  # after the upsert: this retain's new entities are known too
+        second.append(Query(KNOWN_ENTITY_KEYS, {"bank": bank, "keys": all_grams}, row_type=_EntityKey))
+    # An empty bank has no neighbours: the search finds none, no need to ask first.
+    second.append(
+        Query(
+            semantic_neighbours_statement(Dimension(dimension)),
+            {"bank": bank, "ids": uuids, "k": request.semantic_link_k, "min": request.semantic_link_min},
+            settings={"hnsw.ef_search": "40", "enable_seqscan": "off"},
+            row_type=_Semantic,
+        )
+    )
+    second.append(
+        Query(
+            TEMPORAL_NEIGHBOURS,
+            {"bank": bank, "ids": uuids, "k": request.temporal_link_k},
+            row_type=_Temporal,
+        )
+    )
+    results = yield Pipeline(tuple(second))
+    at = len(units)
+    if new_keys:
+        created: list[_EntityKey] = results[at]
+        entity_of.update({r.match_key: r.id for r in created})
+        at += 1
+    found = {(unit_id, entity_of[key]) for unit_id, key in mentions}
+    if all_grams:
+        known: list[_EntityKey] = results[at]
+        at += 1
+        id_of = {r.match_key: r.id for r in known}
+        for unit, unit_grams in zip(units, grams, strict=True):
+            found.update((unit.id, id_of[g]) for g in unit_grams & id_of.keys())
+    stored: list[_Semantic] = results[at]
+    dated: list[_Temporal] = results[at + 1]
+
+    # 3. Mentions and links.
+    third: list[Query] = []
+    if found:
+        third.extend(_mention_queries(bank, units, sorted(found)))
+    weights = _link_weights(request, link_vectors, causal, stored, dated)
+    if weights:
+        ordered = sorted(weights.items())  # the batch plan's order: a stable lock order
+        third.append(
+            Query(
+                INSERT_LINKS,
+                {
+                    "bank": bank,
+                    "froms": [s for (s, _, _), _ in ordered],
+                    "tos": [t for (_, t, _), _ in ordered],
+                    "kinds": [k for (_, _, k), _ in ordered],
+                    "weights": [repr(float(w)) for _, w in ordered],
+                },
+                fetch="none",
+            )
+        )
+    if third:
+        # Sent with the commit (or the caller's next statement, when this plan is part of a
+        # larger one): no round trip of its own.
+        yield Pipeline(tuple(third), wait=False)
+    return ids
+
+
+def _mention_queries(bank: str, units: Sequence[Any], pairs: list[tuple[str, str]]) -> list[Query]:
+    """Count the mentions on their entities and record them (the batch plan's rows)."""
+    counts = Counter(entity for _, entity in pairs)
+    mentioned = {u.id: u.mentioned_at for u in units}
+    firsts: dict[str, _dt.datetime] = {}
+    lasts: dict[str, _dt.datetime] = {}
+    for unit_id, entity in pairs:
+        at = mentioned[unit_id]
+        firsts[entity] = min(firsts.get(entity, at), at)
+        lasts[entity] = max(lasts.get(entity, at), at)
+    entities = sorted(counts)
+    return [
+        Query(
+            COUNT_MENTIONS,
+            {
+                "bank": bank,
+                "ids": entities,
+                "counts": [counts[e] for e in entities],
+                "firsts": [firsts[e] for e in entities],
+                "lasts": [lasts[e] for e in entities],
+            },
+            fetch="none",
+        ),
+        Query(
+            INSERT_UNIT_ENTITIES,
+            {"bank": bank, "units": [u for u, _ in pairs], "entities": [e for _, e in pairs]},
+            fetch="none",
+        ),
+    ]
+
+
+def _link_weights(
+    request: RetainRequest,
+    vectors: npt.NDArray[np.float32],
+    causal: list[tuple[str, str, str]],
+    stored: list[_Semantic],
+    dated: list[_Temporal],
+) -> dict[tuple[str, str, str], float]:
+    """The links :func:`~shared_core.retain.links.link_plan` writes, from the same inputs."""
+    units = request.units
+    weights: dict[tuple[str, str, str], float] = {}
+    if request.cue_links:
+        for source, target, w in cue_causal_links(units, vectors):
+            weights[(source, target, "caused_by")] = w
+    for source, target, kind in causal:  # explicit references win over the heuristic
+        weights[(source, target, kind)] = 1.0
+    for neighbour in stored:
+        weights[(neighbour.from_id, neighbour.to_id, "semantic")] = min(float(neighbour.similarity), 1.0)
+    for source, target, s in batch_semantic_pairs(
+        [u.id for u in units],
+        vectors,
+        min_similarity=request.semantic_link_min,
+        top_k=request.semantic_link_k,
+    ):
+        weights[(source, target, "semantic")] = s
+    per_source: dict[str, list[tuple[float, str]]] = {}
+    for when in dated:
+        per_source.setdefault(when.from_id, []).append((float(when.hours), when.to_id))
+    for source, near in per_source.items():
+        for hours, target in sorted(near)[: request.temporal_link_k]:
+            weights[(source, target, "temporal")] = max(request.temporal_link_floor, 1.0 - hours / 24.0)
+    return weights
