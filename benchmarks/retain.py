@@ -508,7 +508,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000])
     p.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
-    p.add_argument("--quick", action="store_true", help="1k memories, b-bulk only (part of `make bench`)")
+    p.add_argument("--quick", action="store_true", help="1k memories, mode b only (part of `make bench`)")
     p.add_argument("--document-mb", type=float, default=None, help="retain one generated document of N MB")
     p.add_argument("--batch", type=int, default=1000, help="memories per retain call")
     p.add_argument("--data", type=Path, default=DEFAULT_DATA_PATH)
@@ -533,7 +533,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.quick:
         args.sizes = [1000]
-        args.modes = ["b-bulk"]
+        args.modes = ["b-precomputed"]
 
     from shared_core import MemoryEngine
 

@@ -40,8 +40,11 @@ __all__ = ["DEFAULT_BULK_BATCH_SIZE", "bulk_flow"]
 #: preparation and the last batch's writes run alone).
 DEFAULT_BULK_BATCH_SIZE: Final = 1000
 
-# retain_plan's staging table lives until commit: empty it for the next batch.
+# Between batches: retain_plan's staging table lives until commit, so empty it; and the
+# transaction-local planner setting its link query sets (enable_seqscan off) would otherwise
+# stay in force for every later batch's statements.
 CLEAR_STAGE = "TRUNCATE retain_stage"
+RESET_PLANNER = "SELECT set_config('enable_seqscan', 'on', true) AS reset"
 
 _Prepared = tuple[RetainRequest, npt.NDArray[np.float32]]
 
@@ -123,6 +126,7 @@ def bulk_flow(
                 raise _shifted(retain_error(exc, request), start) from exc
             if k + 1 < len(batches):
                 yield Query(CLEAR_STAGE, fetch="none")
+                yield Query(RESET_PLANNER, fetch="one")
             bar.advance(len(batch) * 3)
     finally:
         executor.shutdown(wait=True, cancel_futures=True)
