@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/retain.py --sizes 1000 10000 --out docs/benchmarks/retain.json
     .venv/bin/python benchmarks/retain.py --quick                  # 1k, mode b only
+    .venv/bin/python benchmarks/retain.py --document-mb 1 --out docs/benchmarks/retain_document.json
 
 Beside ours, in the same run on the same server: the plain pgvector load of the same vectors
 (``_plain.py``: COPY into a table with one HNSW index, created before the load and built after
@@ -19,7 +20,10 @@ Modes, each in a fresh bank and a fresh worker process (so peak RSS is per mode)
 * ``b-precomputed``: vectors passed on each ``MemoryItem`` (cached all-MiniLM-L6-v2 vectors of
   the same texts), extraction on;
 * ``c-no-extraction``: vectors passed, ``EngineConfig(extract_entities=False,
-  extract_dates=False)``.
+  extract_dates=False)``;
+* ``b-bulk``: as (b), through ``engine.retain_bulk`` (one transaction, ``--batch`` items per
+  batch, each batch's extraction overlapping the previous batch's writes) instead of one
+  ``retain`` call per ``--batch`` memories.
 
 Each worker warms its models up (a 20-memory retain into a scratch bank) before timing, then
 retains ``--batch`` memories per ``retain`` call. Database size: growth of
@@ -27,6 +31,13 @@ retains ``--batch`` memories per ``retain`` call. Database size: growth of
 divided by thousands of memories, on a dedicated embedded server
 (``~/.cache/hindsight-retrievers/bench-retain-pgdata``) emptied first. Breakdown of (a): the
 embedder alone on the same texts; extraction = (b) - (c); the rest (preparation, links, SQL).
+
+``--document-mb N``: one generated prose document of N MB (:func:`prose_document`: seeded,
+deterministic English paragraphs about people, places, organisations and dates, nothing from
+a dataset) retained as one item with a ``document_id``, default ``EngineConfig``, the engine
+embedding its units; timed end to end with each stage of the CPU preparation timed on its own
+(split into units, conversation context, embedding, dates + entities) and the rest (links and
+SQL, one transaction) as the remainder.
 """
 
 from __future__ import annotations
@@ -55,7 +66,8 @@ from _locomo import DEFAULT_DATA_PATH  # noqa: E402
 from _plain import data_root, describe, plain_insert_one, plain_load, plain_table  # noqa: E402
 from _report import write_json  # noqa: E402
 
-MODES = ("a-everything", "b-precomputed", "c-no-extraction")
+MODES = ("a-everything", "b-precomputed", "c-no-extraction", "b-bulk")
+BREAKDOWN_MODES = MODES[:3]
 TABLES = ("banks", "documents", "chunks", "memory_units", "entities", "unit_entities", "memory_links")
 TARGET_B = 1000.0
 #: Single-memory retains timed after the bulk load (mode b), and plain one-row inserts.
@@ -135,13 +147,16 @@ def worker(mode: str, n: int, data: Path, dsn: str, batch: int) -> dict[str, Any
         size_before = db_size(dsn)
         bank = f"retain-{mode}-{n}"
         started = time.perf_counter()
-        for s in range(0, n, batch):
-            engine.retain(items[s : s + batch], bank=bank, progress=False)
+        if mode == "b-bulk":
+            engine.retain_bulk(items, bank=bank, batch_size=batch, progress=False)
+        else:
+            for s in range(0, n, batch):
+                engine.retain(items[s : s + batch], bank=bank, progress=False)
         seconds = time.perf_counter() - started
         size_after = db_size(dsn)
         stats = engine.stats(bank)
         single: list[float] = []
-        if mode == "b-precomputed":
+        if mode in ("b-precomputed", "b-bulk"):
             # An agent storing one chat turn into the loaded bank (its vector given).
             for i in range(SINGLE_RETAINS):
                 item = items[(i * 97) % n]
@@ -174,6 +189,210 @@ def worker(mode: str, n: int, data: Path, dsn: str, batch: int) -> dict[str, Any
     return result
 
 
+# --- one long document ----------------------------------------------------------------------
+_FIRST = (
+    "Amara",
+    "Bruno",
+    "Chen",
+    "Dalia",
+    "Emil",
+    "Farah",
+    "Goran",
+    "Hana",
+    "Ivo",
+    "Jun",
+    "Kofi",
+    "Lena",
+    "Mateo",
+    "Nadia",
+    "Oskar",
+    "Priya",
+    "Quinn",
+    "Rosa",
+    "Sven",
+    "Tomas",
+)
+_LAST = (
+    "Okafor",
+    "Silva",
+    "Wei",
+    "Haddad",
+    "Novak",
+    "Rahman",
+    "Petrov",
+    "Sato",
+    "Costa",
+    "Lindqvist",
+    "Mensah",
+    "Fischer",
+    "Moreau",
+    "Kovacs",
+    "Iyer",
+    "Duarte",
+    "Berg",
+    "Tanaka",
+)
+_PLACES = (
+    "Lisbon",
+    "Nairobi",
+    "Oslo",
+    "Kyoto",
+    "Valparaiso",
+    "Tbilisi",
+    "Montreal",
+    "Hanoi",
+    "Porto",
+    "Accra",
+    "Bergen",
+    "Cusco",
+    "Ljubljana",
+    "Adelaide",
+    "Tallinn",
+    "Fez",
+)
+_ORGS = (
+    "the Harbor Institute",
+    "Northwind Labs",
+    "the Civic Archive",
+    "Bluefield Press",
+    "the River Trust",
+    "Kestrel Robotics",
+    "the Alder Foundation",
+    "Meridian Health",
+)
+_MONTHS = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
+_TEMPLATES = (
+    "In {month} {year}, {name} moved to {place} to work for {org}.",
+    "{name} met {other} at a conference in {place}, where they argued about {topic}.",
+    "The project on {topic} at {org} took {n} months and ended in {month} {year}.",
+    "{name} wrote that the {adj} results on {topic} surprised everyone, {other} included.",
+    "Later that year {name} returned to {place}, tired but {adj} about the work ahead.",
+    "By {month} {year} the team in {place} had grown to {n} people and a second office.",
+    "{other} remembered the {adj} winter when {name} first described {topic} to {org}.",
+    "Nobody at {org} expected the {adj} reaction when the report on {topic} came out.",
+    "{name} and {other} spent {n} weeks walking through {place}, taking notes on {topic}.",
+    "The minutes of {org} from {month} {year} mention {name} only once, on {topic}.",
+)
+_TOPICS = (
+    "river sediment",
+    "urban heat",
+    "tidal energy",
+    "soil microbes",
+    "rail freight",
+    "coastal erosion",
+    "bird migration",
+    "public libraries",
+    "glacier melt",
+    "wind turbines",
+    "street lighting",
+    "ocean acidity",
+    "school meals",
+    "bridge fatigue",
+    "seed banks",
+)
+_ADJ = ("quiet", "surprising", "careful", "uneven", "promising", "stubborn", "modest", "bold")
+
+
+def prose_document(n_bytes: int, seed: int = 0) -> str:
+    """About ``n_bytes`` of deterministic English prose: paragraphs of 4-8 sentences drawn
+    from templates filled with names, places, organisations, months, years and numbers.
+
+    >>> doc = prose_document(2_000)
+    >>> 1_900 <= len(doc.encode()) <= 2_600 and doc == prose_document(2_000)
+    True
+    """
+    import random
+
+    rng = random.Random(seed)
+    paragraphs: list[str] = []
+    size = 0
+    while size < n_bytes:
+        sentences = []
+        for _ in range(rng.randint(4, 8)):
+            name = f"{rng.choice(_FIRST)} {rng.choice(_LAST)}"
+            other = rng.choice(_FIRST)
+            sentences.append(
+                rng.choice(_TEMPLATES).format(
+                    name=name,
+                    other=other,
+                    place=rng.choice(_PLACES),
+                    org=rng.choice(_ORGS),
+                    month=rng.choice(_MONTHS),
+                    year=rng.randint(1990, 2025),
+                    topic=rng.choice(_TOPICS),
+                    adj=rng.choice(_ADJ),
+                    n=rng.randint(2, 40),
+                )
+            )
+        paragraph = " ".join(sentences)
+        paragraphs.append(paragraph)
+        size += len(paragraph.encode()) + 2
+    return "\n\n".join(paragraphs)
+
+
+def document_worker(megabytes: float, dsn: str) -> dict[str, Any]:
+    """Retain one generated document, the engine embedding it; time each CPU stage."""
+    import shared_core.retain.flow as flow
+    from shared_core import MemoryEngine
+    from shared_core.types import MemoryItem
+
+    stages: dict[str, float] = {}
+
+    def timed(name: str, fn: Any) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                stages[name] = stages.get(name, 0.0) + time.perf_counter() - t0
+
+        return wrapper
+
+    flow.prepare_units = timed("split_s", flow.prepare_units)  # type: ignore[assignment]
+    flow.index_contexts = timed("context_s", flow.index_contexts)  # type: ignore[assignment]
+    flow.merge_vectors = timed("embedding_s", flow.merge_vectors)  # type: ignore[assignment]
+    flow.extract = timed("extraction_s", flow.extract)  # type: ignore[assignment]
+    flow.prepare_retain = timed("prepare_total_s", flow.prepare_retain)  # type: ignore[assignment]
+    text = prose_document(int(megabytes * 1_000_000))
+    with MemoryEngine(dsn) as engine:
+        engine.retain(
+            [MemoryItem(text="Warm-up: Amara Okafor moved to Lisbon in May 2020.")],
+            bank="retain-warmup-document",
+            progress=False,
+        )
+        stages.clear()
+        started = time.perf_counter()
+        ids = engine.retain(
+            [MemoryItem(text=text)], bank="retain-document", document_id="doc-1", progress=False
+        )
+        seconds = time.perf_counter() - started
+        stats = engine.stats("retain-document")
+    prepare = stages.pop("prepare_total_s", 0.0)
+    return {
+        "mode": "document",
+        "bytes": len(text.encode()),
+        "units": len(ids),
+        "seconds": round(seconds, 2),
+        "stages_s": {k: round(v, 2) for k, v in stages.items()}
+        | {"links_and_sql_s": round(seconds - prepare, 2)},
+        "bank": {"memories": stats.memories, "entities": stats.entities, "links": dict(stats.links_by_type)},
+        "peak_rss_mb": round(peak_rss_mb(), 0),
+    }
+
+
 def run_worker(mode: str, n: int, args: argparse.Namespace, dsn: str) -> dict[str, Any]:
     cmd = [
         sys.executable,
@@ -188,6 +407,7 @@ def run_worker(mode: str, n: int, args: argparse.Namespace, dsn: str) -> dict[st
         str(args.data),
         "--batch",
         str(args.batch),
+        *(["--document-mb", str(args.document_mb)] if args.document_mb is not None else []),
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
@@ -271,6 +491,13 @@ def markdown(report: dict[str, Any]) -> str:
                 f"one memory into the {r['memories']:,} bank: ours p50 {r['single_retain_ms']['p50']} ms, "
                 f"plain one-row INSERT p50 {plain['single_insert_ms']['p50']} ms"
             )
+    doc = report.get("document")
+    if doc and "seconds" in doc:
+        lines.append("")
+        lines.append(
+            f"One {doc['bytes']:,}-byte document: {doc['units']:,} units in {doc['seconds']} s; "
+            + ", ".join(f"{k} {v}" for k, v in doc["stages_s"].items())
+        )
     for n, bd in report.get("breakdown", {}).items():
         lines.append("")
         lines.append(f"Breakdown of (a) at {int(n):,}: " + ", ".join(f"{k} {v}" for k, v in bd.items()))
@@ -282,12 +509,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000])
     p.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
     p.add_argument("--quick", action="store_true", help="1k memories, mode b only (part of `make bench`)")
+    p.add_argument("--document-mb", type=float, default=None, help="retain one generated document of N MB")
     p.add_argument("--batch", type=int, default=1000, help="memories per retain call")
     p.add_argument("--data", type=Path, default=DEFAULT_DATA_PATH)
     p.add_argument("--out", type=Path, default=None)
     p.add_argument("--dsn", default=None)
     p.add_argument("--data-dir", type=Path, default=None)
-    p.add_argument("--worker", choices=MODES, help=argparse.SUPPRESS)
+    p.add_argument("--worker", choices=[*MODES, "document"], help=argparse.SUPPRESS)
     p.add_argument("--n", type=int, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
 
@@ -296,6 +524,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"SKIP retain benchmark: LoCoMo not found at {args.data} (CC BY-NC 4.0; it is "
             "read from ../shared/data, never shipped). Set --data or $LOCOMO_PATH."
         )
+        return 0
+    if args.worker == "document":
+        print(json.dumps(document_worker(args.document_mb, args.dsn)))
         return 0
     if args.worker:
         print(json.dumps(worker(args.worker, args.n, args.data, args.dsn, args.batch)))
@@ -330,6 +561,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     try:
         holder.stats("retain-probe")  # bootstraps the schema
+        if args.document_mb is not None:
+            args.sizes = []
+            empty_database(holder.dsn)
+            print(f"== one {args.document_mb} MB document", flush=True)
+            report["document"] = run_worker("document", 0, args, holder.dsn)
+            print(f"   {report['document']}", flush=True)
         for n in args.sizes:
             by_mode = {}
             for mode in args.modes:
@@ -342,8 +579,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             empty_database(holder.dsn)
             report["plain"][str(n)] = measure_plain(holder.dsn, args.data, n, args.batch)
             print(f"   plain: {report['plain'][str(n)]}", flush=True)
-            if all(m in by_mode and "error" not in by_mode[m] for m in MODES):
-                report["breakdown"][str(n)] = breakdown(*(by_mode[m] for m in MODES))
+            if all(m in by_mode and "error" not in by_mode[m] for m in BREAKDOWN_MODES):
+                report["breakdown"][str(n)] = breakdown(*(by_mode[m] for m in BREAKDOWN_MODES))
         empty_database(holder.dsn)
         report["meta"]["machine"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
     finally:

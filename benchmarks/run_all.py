@@ -96,8 +96,11 @@ def _retain_rows(report: dict[str, Any]) -> list[Row]:
             continue
         n = run["memories"]
         first, after = plain["index_first"]["per_second"], plain["index_after"]["per_second"]
-        if run["mode"] == "b-precomputed":
-            label = f"bulk retain, {n:,} (extraction on, vectors given), memories/s"
+        if run["mode"] == "b-bulk":
+            label = f"bulk retain (retain_bulk), {n:,} (extraction on, vectors given), memories/s"
+            target = ">= 1,000/s or plain/ours <= 2"
+        elif run["mode"] == "b-precomputed":
+            label = f"retain, 1 call per {run['batch']:,}, {n:,} (extraction on, vectors given), memories/s"
             target = ">= 1,000/s or plain/ours <= 2"
         elif run["mode"] == "c-no-extraction":
             label = f"bulk retain, {n:,} (extraction off, vectors given), memories/s"

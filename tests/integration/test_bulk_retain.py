@@ -1,0 +1,129 @@
+"""retain_bulk stores each batch exactly as retain(batch) does (units, keyword documents,
+vectors, dates, entities, links), validates everything before writing, and lands whole or not
+at all."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from typing import Any
+
+import psycopg
+import pytest
+
+from shared_core import MemoryEngine
+from shared_core.errors import InvalidItemError
+from shared_core.types import MemoryItem
+
+T0 = dt.datetime(2024, 5, 3, 14, 0, tzinfo=dt.UTC)
+TEXTS = [
+    'Caroline said, "I went to the LGBTQ support group yesterday and it was powerful."',
+    'Melanie said, "Wow Caroline! I painted a sunrise at the lake last week."',
+    'Caroline said, "Next month I\'m moving to Lisbon to work for Northwind Labs."',
+    'Melanie said, "lol ok, see you on Friday then."',
+    'Jon said, "My dance studio in Denver opens on 20 June 2023."',
+    'Gina said, "Jon, I lost my job at Door Dash in January."',
+    'Caroline said, "The adoption agency in Boston called me back today."',
+    'Melanie said, "pottery class was fun, the kids loved it."',
+    'Caroline said, "Yesterday I went to the LGBTQ support group; it was so powerful."',
+    'Gina said, "I started my clothing store, Gina\'s Closet, in March."',
+]
+UNITS = """
+SELECT u.id::text AS id, u.text, u.embedding::text AS embedding, u.fact_type, u.occurred_start,
+       u.occurred_end, u.date_grain, u.mentioned_at, u.document_id, u.index_context,
+       u.search_vector::text AS search_vector, u.metadata,
+       coalesce((SELECT array_agg(e.canonical_name ORDER BY e.canonical_name)
+                 FROM unit_entities ue JOIN entities e ON e.bank_id = ue.bank_id AND e.id = ue.entity_id
+                 WHERE ue.bank_id = u.bank_id AND ue.unit_id = u.id), '{}') AS entities
+FROM memory_units u WHERE u.bank_id = %(bank)s ORDER BY (u.metadata->>'n')::int"""
+LINKS = """
+SELECT from_id::text AS from_id, to_id::text AS to_id, link_type, round(weight::numeric, 5) AS weight
+FROM memory_links WHERE bank_id = %(bank)s"""
+
+
+def _items(per_document: int = 4) -> list[MemoryItem]:
+    return [
+        MemoryItem(
+            text=t,
+            mentioned_at=T0 + dt.timedelta(hours=i),
+            metadata={"n": i},
+            document_id=f"conv-{i // per_document}" if i < 8 else None,
+        )
+        for i, t in enumerate(TEXTS)
+    ]
+
+
+def _snapshot(engine: MemoryEngine, bank: str) -> tuple[list[dict[str, Any]], set[tuple[Any, ...]]]:
+    with psycopg.connect(engine.dsn) as conn:
+        cur = conn.cursor(row_factory=psycopg.rows.dict_row)
+        units = cur.execute(UNITS, {"bank": bank}).fetchall()
+        position = {u["id"]: u["metadata"]["n"] for u in units}
+        links = {
+            (position[r["from_id"]], position[r["to_id"]], r["link_type"], r["weight"])
+            for r in cur.execute(LINKS, {"bank": bank}).fetchall()
+        }
+    for u in units:
+        del u["id"]
+    return units, links
+
+
+def test_bulk_rows_equal_retain_once_per_batch(engine: MemoryEngine, bank: str) -> None:
+    one_by_one = f"{bank}-calls"
+    items = _items()
+    for start in range(0, len(items), 4):
+        engine.retain(items[start : start + 4], bank=one_by_one, progress=False)
+    ids = engine.retain_bulk(items, bank=bank, batch_size=4, progress=False)
+    assert len(ids) == len(items) == len(set(ids))
+
+    bulk_units, bulk_links = _snapshot(engine, bank)
+    call_units, call_links = _snapshot(engine, one_by_one)
+    assert bulk_units == call_units
+    assert bulk_links == call_links
+    assert any(u["entities"] for u in bulk_units) and any(u["occurred_start"] for u in bulk_units)
+    assert {kind for _, _, kind, _ in bulk_links} >= {"semantic", "temporal"}
+    # Later batches link to earlier ones through the database.
+    assert any(a >= 4 and b < 4 for a, b, kind, _ in bulk_links if kind == "semantic")
+
+
+def test_bulk_document_across_batches_is_extended_not_replaced(engine: MemoryEngine, bank: str) -> None:
+    engine.retain_bulk(_items(per_document=8), bank=bank, batch_size=3, progress=False)
+    assert engine.stats(bank).memories == len(TEXTS)
+    # Retained again, the document is replaced once, as a whole.
+    engine.retain_bulk(_items(per_document=8), bank=bank, batch_size=3, progress=False)
+    assert engine.stats(bank).memories == len(TEXTS) + 2
+
+
+def test_a_bad_item_in_a_later_batch_writes_nothing_and_names_its_position(
+    engine: MemoryEngine, bank: str
+) -> None:
+    items: list[Any] = [*_items(), {"text": "   "}]
+    with pytest.raises(InvalidItemError) as info:
+        engine.retain_bulk(items, bank=bank, batch_size=4, progress=False)
+    assert info.value.index == len(TEXTS)
+    assert engine.stats(bank).memories == 0
+
+
+def test_a_wrong_dimension_in_a_later_batch_rolls_back_the_earlier_ones(
+    engine: MemoryEngine, bank: str
+) -> None:
+    dim = engine.embedder.dimension
+    items = [MemoryItem(text=t, embedding=[0.1] * dim) for t in TEXTS[:5]]
+    items.append(MemoryItem(text="Bob skis.", embedding=[0.1] * (dim + 1)))
+    with pytest.raises(InvalidItemError) as info:
+        engine.retain_bulk(items, bank=bank, batch_size=3, progress=False)
+    assert info.value.index == 5
+    assert engine.stats(bank).memories == 0
+
+
+def test_index_references_stay_inside_their_batch(engine: MemoryEngine, bank: str) -> None:
+    inside = [MemoryItem(text="The road flooded."), MemoryItem(text="School closed.", caused_by=(0,))]
+    engine.retain_bulk(inside, bank=bank, batch_size=2, progress=False)
+    assert engine.stats(bank).links_by_type.get("caused_by") == 1
+    across = [MemoryItem(text="The road flooded."), MemoryItem(text="School closed.", caused_by=(0,))]
+    with pytest.raises(InvalidItemError, match="another batch"):
+        engine.retain_bulk(across, bank=f"{bank}-x", batch_size=1, progress=False)
+
+
+def test_async_twin(engine: MemoryEngine, bank: str) -> None:
+    ids = asyncio.run(engine.aretain_bulk(TEXTS[:5], bank=bank, batch_size=2, progress=False))
+    assert len(ids) == 5 and engine.stats(bank).memories == 5
