@@ -3,6 +3,13 @@ selected question is recalled four ways (learned reranker or passthrough, with o
 graph arm), so the four numbers share one index. R@k as in ``benchmarks/locomo.py``.
 
     .venv/bin/python benchmarks/graph_ablation.py --conversations 5-9 --categories multi-hop
+
+``--traces DIR`` reads what ``benchmarks/reranker_data.py --data-dir DIR`` stored instead (no
+retain, no recall) and says where the gold evidence of the selected questions sits: among the
+fused candidates at all, in the fused top k, in the graph arm's list, and in the graph arm only.
+It answers "can the graph arm help by finding memories, or only by ranking them?".
+
+    .venv/bin/python benchmarks/graph_ablation.py --traces /tmp/rr --conversations 0-4
 """
 
 from __future__ import annotations
@@ -29,15 +36,61 @@ VARIANTS: dict[str, dict[str, Any]] = {
 }
 
 
+def evidence_coverage(blocks: Sequence[dict[str, Any]], categories: set[int], k: int) -> dict[str, int]:
+    """Counts of gold evidence turns of the questions in ``categories``, over stored traces.
+
+    >>> block = {"memories": {"a": {"dia_id": "D1:1"}, "b": {"dia_id": "D2:4"}},
+    ...          "questions": [{"category": 1, "evidence": ["D1:1", "D2:4", "D3:1"],
+    ...                         "candidates": [{"id": "a", "position": 0, "ranks": {"semantic": 1}},
+    ...                                        {"id": "b", "position": 12, "ranks": {"graph": 3}}]}]}
+    >>> evidence_coverage([block], {1}, 10)
+    {'evidence': 3, 'candidates': 2, 'fused_top_k': 1, 'graph': 1, 'graph_top_k': 1, 'graph_only': 1}
+    """
+    out = dict.fromkeys(("evidence", "candidates", "fused_top_k", "graph", "graph_top_k", "graph_only"), 0)
+    for block in blocks:
+        dia = {mid: str(m["dia_id"]) for mid, m in block["memories"].items()}
+        for q in block["questions"]:
+            if q["category"] not in categories:
+                continue
+            gold = set(q["evidence"])
+            out["evidence"] += len(gold)
+            for c in q["candidates"]:
+                if dia[c["id"]] not in gold:
+                    continue
+                ranks = c["ranks"]
+                out["candidates"] += 1
+                out["fused_top_k"] += c["position"] < k
+                if "graph" in ranks:
+                    out["graph"] += 1
+                    out["graph_top_k"] += ranks["graph"] <= k
+                    out["graph_only"] += len(ranks) == 1
+    return out
+
+
+def _coverage_report(data_dir: Path, selection: str, wanted: set[str], k: int) -> int:
+    from reranker_data import load_rows
+
+    categories = {c for c, name in CATEGORY_NAMES.items() if name in wanted}
+    indices = sorted(parse_selection(selection, 10))
+    counts = evidence_coverage(load_rows(data_dir, "locomo", indices), categories, k)
+    print(f"gold evidence of {', '.join(sorted(wanted))} questions, conversations {selection}:")
+    for name, n in counts.items():
+        print(f"  {name:12s} {n:5d}  ({100 * n / max(counts['evidence'], 1):5.1f}%)")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     p.add_argument("--conversations", default="5-9")
     p.add_argument("--categories", nargs="+", default=["multi-hop"], help="category names, or 'all'")
     p.add_argument("--data", type=Path, default=DEFAULT_DATA_PATH)
     p.add_argument("--k", type=int, default=10)
+    p.add_argument("--traces", type=Path, default=None, help="stored reranker_data.py output to read")
     args = p.parse_args(argv)
-    convs = [c for i, c in enumerate(load_locomo(args.data)) if i in parse_selection(args.conversations, 10)]
     wanted = set(CATEGORY_NAMES.values()) if args.categories == ["all"] else set(args.categories)
+    if args.traces is not None:
+        return _coverage_report(args.traces, args.conversations, wanted, args.k)
+    convs = [c for i, c in enumerate(load_locomo(args.data)) if i in parse_selection(args.conversations, 10)]
     cache = EmbeddingCache(cache_dir="default")
     cache.ensure([t.text for c in convs for t in c.turns])
     system = ours("default", cache)
