@@ -187,12 +187,12 @@ class TextScan:
             lowered = _codes(_SEP.join(low_texts))
             lowered_starts = _starts(list(map(len, low_texts)))
             runs = _runs(_framed(_classify(lowered, _ASCII_WORD, _is_word)))
-        # word starts at 0..len(joined) (the last one never): each text's share, its separator
-        # included, is a slice that is not empty
-        word_starts = nonspace[1:] > nonspace[:-1]
+        # where words start: their number in each text is how many fall in its span
+        word_starts = np.flatnonzero(nonspace[1:] > nonspace[:-1])
+        ends = starts + np.asarray(lengths, dtype=np.intp)
         return cls(
             count=len(texts),
-            words=np.add.reduceat(word_starts, starts, dtype=np.intp) if texts else starts,
+            words=np.searchsorted(word_starts, ends) - np.searchsorted(word_starts, starts),
             _original=joined,
             _original_codes=original,
             _original_starts=starts,
