@@ -18,6 +18,7 @@ from shared_core.recall.pipeline import RecallContext, recall_plan
 from shared_core.recall.rerank import Reranker
 from shared_core.recall.settings import RecallSettings
 from shared_core.retain.flow import RetainContext, retain_flow
+from shared_core.retain.small import SMALL_RETAIN_MAX_UNITS
 from shared_core.storage.plan import Concurrently, Query
 from shared_core.tokens import default_token_counter
 from shared_core.types import TimeWindow
@@ -189,14 +190,14 @@ def test_retain_flow_writes_everything_in_one_plan() -> None:
             return [{"embedding_model": FixedQueryEmbedder.model_name, "embedding_dimension": 384}]
         return []
 
-    ids, ops = run_recorded(
-        retain_flow(context, ["Alice works at Google.", "Bob skis."], bank="unit"), answer
-    )
-    assert len(ids) == 2 and ids[0] < ids[1]
+    # More items than the small path takes (retain/small.py): the batch plan's staging table.
+    texts = ["Alice works at Google.", "Bob skis.", *(f"Note {i}." for i in range(SMALL_RETAIN_MAX_UNITS))]
+    ids, ops = run_recorded(retain_flow(context, texts, bank="unit"), answer)
+    assert len(ids) == len(texts) and ids[0] < ids[1]
     statements = [statement_text(op) for op in ops if isinstance(op, Query)]
     assert any("INSERT INTO banks" in s for s in statements)
     stage = next(op for op in ops if type(op).__name__ == "Copy" and op.rows and len(op.rows[0]) == 17)
-    assert [row[1] for row in stage.rows] == ["Alice works at Google.", "Bob skis."]
+    assert [row[1] for row in stage.rows] == texts
     assert np.allclose(np.linalg.norm(stage.rows[0][3]), 1.0)
 
 
