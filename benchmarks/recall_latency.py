@@ -7,9 +7,10 @@
 Corpus and queries come from ``_corpus.py`` (Zipf entities, dates over two years, tags; real
 all-MiniLM-L6-v2 vectors up to 10k, clustered synthetic vectors above). Each size is loaded into
 its own bank (``bench-latency-v<corpus version>-<n>``) of a dedicated embedded Postgres
-(``~/.cache/hindsight-retrievers/bench-pgdata``, or ``--dsn``); a bank that already holds the
-right count is reused, so reruns skip the load. Loads pass precomputed vectors, explicit
-entities and dates, with retain-time extraction off.
+(``~/.cache/hindsight-retrievers/bench-pgdata``; ``--data-dir`` or ``$HINDSIGHT_BENCH_PGDATA``
+for a private one, ``--dsn`` for any server); a bank that already holds the right count is
+reused, so reruns skip the load (``--load-only`` loads and stops). Loads pass precomputed
+vectors, explicit entities, dates and metadata, with retain-time extraction off.
 
 Measured per size, ``reranker="none"``, ``budget="mid"``, ``trace=True``:
 
@@ -517,9 +518,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument(
         "--data-dir",
         type=Path,
-        default=None,
-        help="embedded server data dir (default ~/.cache/hindsight-retrievers/bench-pgdata)",
+        default=os.environ.get("HINDSIGHT_BENCH_PGDATA") or None,
+        help="embedded server data dir (default $HINDSIGHT_BENCH_PGDATA, else "
+        "~/.cache/hindsight-retrievers/bench-pgdata)",
     )
+    p.add_argument("--load-only", action="store_true", help="load the banks, measure nothing")
     args = p.parse_args(argv)
     if args.quick:
         args.sizes = [2_000]
@@ -572,6 +575,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 },
             }
             print(f"  bank {bank}: {stats}", flush=True)
+            if args.load_only:
+                report["sizes"][str(n)] = size
+                continue
             # The generated corpus (100k items with vector lists) is only needed to load the
             # bank and for PGVectorStore at 10k; held during the measurement, it made every
             # full collection of the cyclic GC a ~75 ms pause inside a recall (measured).
@@ -620,6 +626,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     print(f"  PGVectorStore failed: {exc!r}", flush=True)
             size["ratios"] = ratios(size)
             report["sizes"][str(n)] = size
+        if args.load_only:
+            return 0
         report["meta"]["server"] = server_info(engine.dsn)
         report["meta"]["machine"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
         report["meta"]["seconds"] = round((dt.datetime.now(dt.UTC) - started).total_seconds())
