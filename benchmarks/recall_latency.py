@@ -118,26 +118,6 @@ def summarise(timings: Sequence[Mapping[str, float]]) -> dict[str, dict[str, flo
 
 
 # --- loading --------------------------------------------------------------------------------
-def loader_engine(dsn: str) -> Any:
-    """An engine for bulk loads whose connections run with ``enable_seqscan = off``.
-
-    Opt-in only (``--seqscan-off-loader``) since the library forces retain's semantic-link
-    statement (``shared_core.retain.links.semantic_neighbours_statement``) onto the HNSW index itself;
-    before that the planner ran it as a sequential scan per new unit and a load was quadratic.
-    Measured 2026-11-30 on the 10k bench bank, 1,000 new units: the same HNSW plan and time
-    with or without the session setting (2.3 s vs 2.25 s), so the plain engine is the default.
-    """
-    from shared_core import EngineConfig, MemoryEngine
-
-    class _Loader(MemoryEngine):
-        def _configure_sync(self, conn: Any) -> None:
-            super()._configure_sync(conn)
-            conn.execute("SET enable_seqscan = off")
-            conn.commit()
-
-    return _Loader(dsn, config=EngineConfig(extract_entities=False, extract_dates=False))
-
-
 def bank_count(engine: Any, bank: str) -> int:
     return int(engine.stats(bank).memories)
 
@@ -157,10 +137,8 @@ def ensure_bank(
     batch: int = 2000,
     reload: bool = False,
     log: Callable[[str], None] = print,
-    loader: Any = None,
 ) -> dict[str, Any]:
-    """Load ``corpus`` into ``bank`` (with ``loader``, default ``engine``) unless it already
-    holds ``len(corpus)`` memories."""
+    """Load ``corpus`` into ``bank`` unless it already holds ``len(corpus)`` memories."""
     have = bank_count(engine, bank)
     if have == len(corpus) and not reload:
         return {"reused": True, "seconds": 0.0, "memories": have}
@@ -169,7 +147,7 @@ def ensure_bank(
     started = time.perf_counter()
     for start in range(0, len(corpus), batch):
         stop = min(len(corpus), start + batch)
-        (loader or engine).retain(corpus.items(start, stop), bank=bank, progress=False)
+        engine.retain(corpus.items(start, stop), bank=bank, progress=False)
         done = time.perf_counter() - started
         log(f"  loaded {stop}/{len(corpus)} into {bank} ({stop / done:.0f}/s)")
     seconds = time.perf_counter() - started
@@ -580,12 +558,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     p.add_argument("--queries", type=int, default=50)
     p.add_argument("--batch", type=int, default=2000, help="memories per retain call (load)")
-    p.add_argument(
-        "--seqscan-off-loader",
-        action="store_true",
-        help="load with enable_seqscan=off on the loader's connections (obsolete "
-        "workaround, see loader_engine); default: the unmodified engine",
-    )
     p.add_argument("--reload", action="store_true", help="reload banks even if complete")
     p.add_argument("--no-pgvectorstore", action="store_true")
     p.add_argument("--dsn", default=None, help="Postgres DSN (default: embedded server)")
@@ -612,7 +584,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         engine = MemoryEngine(args.dsn, config=config)
     else:
         engine = MemoryEngine(data_dir=args.data_dir or data_root("bench-pgdata"), config=config)
-    loader = loader_engine(engine.dsn) if args.seqscan_off_loader else None
     started = dt.datetime.now(dt.UTC)
     report: dict[str, Any] = {
         "sizes": {},
@@ -627,7 +598,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             "versions": versions(),
             "reranker": "none",
             "budget": "mid",
-            "loader": "engine with enable_seqscan=off" if args.seqscan_off_loader else "plain engine",
         },
     }
     try:
@@ -637,7 +607,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"== {n:,} memories", flush=True)
             corpus = make_corpus(n)
             bank = f"bench-latency-v{CORPUS_VERSION}-{n}"
-            load = ensure_bank(engine, corpus, bank, batch=args.batch, reload=args.reload, loader=loader)
+            load = ensure_bank(engine, corpus, bank, batch=args.batch, reload=args.reload)
             stats = engine.stats(bank)
             size: dict[str, Any] = {
                 "bank": bank,
@@ -716,8 +686,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         report["meta"]["machine"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
         report["meta"]["seconds"] = round((dt.datetime.now(dt.UTC) - started).total_seconds())
     finally:
-        if loader is not None:
-            loader.close()
         engine.close()
     text = markdown(report)
     print(text)

@@ -23,6 +23,7 @@ import _plain as P  # noqa: E402
 import recall_latency as R  # noqa: E402
 import retain as RT  # noqa: E402
 import run_all as RA  # noqa: E402
+import server_settings as SS  # noqa: E402
 
 
 def _encoder(texts: list[str]) -> npt.NDArray[np.float32]:
@@ -89,6 +90,20 @@ def test_run_clients_numbers_calls_across_threads_and_raises_the_first_error() -
 
     with pytest.raises(ValueError, match="call 4"):
         CL.run_clients(fail, 3, 2)
+
+
+def test_server_settings_cases_run_with_their_session_setting(engine: object) -> None:
+    dsn = SS.with_options(engine.dsn, {"work_mem": "17MB", "jit": "on"})  # type: ignore[attr-defined]
+    assert SS.show(dsn)["work_mem"] == "17MB" and SS.show(dsn)["jit"] == "on"
+    assert SS.with_options("host=x", {}) == "host=x"
+    cases = SS.with_ratios(
+        {
+            "defaults": {"latency_ms": {"p50": 10.0, "p95": 20.0}, "qps_8": 4.0},
+            "x": {"latency_ms": {"p50": 5.0, "p95": 30.0}, "qps_8": 6.0},
+        }
+    )
+    assert (cases["x"]["p50_ratio"], cases["x"]["p95_ratio"], cases["x"]["qps_8_ratio"]) == (0.5, 1.5, 1.5)
+    assert cases["defaults"]["p50_ratio"] == 1.0
 
 
 def test_synthetic_vectors_cluster_around_centres() -> None:
