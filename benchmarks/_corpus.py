@@ -11,6 +11,10 @@ one and its real embeddings serve both.
   zero to three days later; about one text in five also spells its month out.
 * Tags: zero to two from a small vocabulary. Fact types: 70% world, 25% experience, 5%
   observation.
+* Metadata (since corpus version 2), as a LangChain / PGVector user would store it:
+  ``{"source": one of 4, "team": one of 8, "user": one of 200, "priority": 1..5, "year": the
+  occurred year}``, drawn from its own random stream so texts (and cached vectors) are those of
+  version 1. Filters select about 1/8 (``team``) down to 1/200 (``user``) of a bank.
 * Sentence lengths: clauses are chained until a log-normal word target is reached (median about
   20 words, like LoCoMo turns).
 * Vectors: the real model (all-MiniLM-L6-v2) for the first ``REAL_LIMIT`` (10k) memories, cached
@@ -31,7 +35,7 @@ import math
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -43,7 +47,9 @@ REAL_LIMIT = 10_000
 DIMENSION = 384
 START = dt.datetime(2023, 1, 1, tzinfo=dt.UTC)
 SPAN_DAYS = 730
-CORPUS_VERSION = 1
+CORPUS_VERSION = 2  # 2: metadata added (texts and vectors unchanged)
+# The texts are those of version 1, so the cached real vectors keep their version-1 name.
+VECTORS_VERSION = 1
 NOISE_COSINE = 0.8
 
 Encoder = Callable[[list[str]], npt.NDArray[np.float32]]
@@ -168,6 +174,9 @@ _MONTHS = MONTH_NAMES
 _FACT_TYPES = ("world", "experience", "observation")
 _FACT_CUTS = (0.70, 0.95)  # 70% world, 25% experience, 5% observation
 _MENTIONS = (1, 1, 1, 1, 2, 2, 2, 3)
+SOURCES = ("chat", "email", "notes", "calendar")
+TEAMS = ("er", "icu", "ops", "sales", "legal", "research", "support", "finance")
+USERS = tuple(f"user-{i:03d}" for i in range(200))
 
 
 def cache_dir() -> Path:
@@ -191,6 +200,7 @@ class Memory:
     mentioned_at: dt.datetime
     tags: tuple[str, ...]
     fact_type: str
+    metadata: dict[str, object] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -216,6 +226,7 @@ class Corpus:
                 mentioned_at=m.mentioned_at,
                 tags=m.tags,
                 fact_type=m.fact_type,  # type: ignore[arg-type]
+                metadata=m.metadata,
                 embedding=self.vectors[i].tolist(),
             )
             for i, m in enumerate(self.memories[start:stop], start=start)
@@ -276,13 +287,29 @@ def _memory(rng: np.random.Generator, draw: Callable[[], int], pool: Sequence[st
     )
 
 
+def _metadata(rng: np.random.Generator, memory: Memory) -> dict[str, object]:
+    source, team, user, priority = rng.integers(0, (len(SOURCES), len(TEAMS), len(USERS), 5))
+    return {
+        "source": SOURCES[int(source)],
+        "team": TEAMS[int(team)],
+        "user": USERS[int(user)],
+        "priority": int(priority) + 1,
+        "year": memory.occurred_start.year,
+    }
+
+
 def generate_memories(n: int, seed: int = 7) -> list[Memory]:
     """The first ``n`` memories of the corpus for ``seed`` (prefix-stable)."""
     rng = np.random.default_rng(seed)
+    meta_rng = np.random.default_rng(seed + 1000)  # its own stream: texts are as in version 1
     pool = entity_pool()
     np.random.default_rng(0).shuffle(pool)  # hubs are a mix of people, organisations, places
     draw = zipf_sampler(rng, len(pool))
-    return [_memory(rng, draw, pool) for _ in range(n)]
+    out = []
+    for _ in range(n):
+        memory = _memory(rng, draw, pool)
+        out.append(replace(memory, metadata=_metadata(meta_rng, memory)))
+    return out
 
 
 # --- embeddings ---------------------------------------------------------------------------------
@@ -343,7 +370,7 @@ def make_corpus(
     memories = generate_memories(n, seed)
     real = min(n, real_limit)
     head = _cached_vectors(
-        f"corpus-s{seed}-v{CORPUS_VERSION}", [m.text for m in memories[:real]], encoder, use_cache
+        f"corpus-s{seed}-v{VECTORS_VERSION}", [m.text for m in memories[:real]], encoder, use_cache
     )
     vectors = head
     if n > real:

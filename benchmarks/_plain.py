@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import contextlib
 import statistics
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from _clients import run_clients
 
 __all__ = ["data_root", "describe", "plain_insert_one", "plain_load", "plain_table", "plain_topk"]
 
@@ -172,29 +172,13 @@ def plain_topk(
         t2 = time.perf_counter()
         return (t1 - t0) * 1e3, (t2 - t1) * 1e3, len(rows)
 
-    results: list[list[tuple[float, float, int]]] = [[] for _ in range(clients)]
     try:
         for i in range(warmup):
             call(i, conns[0])
-        barrier = threading.Barrier(clients + 1)
-
-        def worker(c: int) -> None:
-            barrier.wait()
-            for j in range(per_client):
-                results[c].append(call(c * per_client + j, conns[c]))
-
-        threads = [threading.Thread(target=worker, args=(c,)) for c in range(clients)]
-        for t in threads:
-            t.start()
-        barrier.wait()
-        started = time.perf_counter()
-        for t in threads:
-            t.join()
-        wall = time.perf_counter() - started
+        rows, wall = run_clients(lambda c, i: call(i, conns[c]), per_client, clients)
     finally:
         for conn in conns:
             conn.close()
-    rows = [r for per in results for r in per]
     embed_ms = [r[0] for r in rows]
     sql_ms = [r[1] for r in rows]
     return {

@@ -7,9 +7,10 @@
 Corpus and queries come from ``_corpus.py`` (Zipf entities, dates over two years, tags; real
 all-MiniLM-L6-v2 vectors up to 10k, clustered synthetic vectors above). Each size is loaded into
 its own bank (``bench-latency-v<corpus version>-<n>``) of a dedicated embedded Postgres
-(``~/.cache/hindsight-retrievers/bench-pgdata``, or ``--dsn``); a bank that already holds the
-right count is reused, so reruns skip the load. Loads pass precomputed vectors, explicit
-entities and dates, with retain-time extraction off.
+(``~/.cache/hindsight-retrievers/bench-pgdata``; ``--data-dir`` or ``$HINDSIGHT_BENCH_PGDATA``
+for a private one, ``--dsn`` for any server); a bank that already holds the right count is
+reused, so reruns skip the load (``--load-only`` loads and stops). Loads pass precomputed
+vectors, explicit entities, dates and metadata, with retain-time extraction off.
 
 Measured per size, ``reranker="none"``, ``budget="mid"``, ``trace=True``:
 
@@ -37,7 +38,6 @@ import platform
 import shlex
 import statistics
 import sys
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -51,11 +51,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import contextlib
 
 import numpy as np
-from _corpus import CORPUS_VERSION, Corpus, Queries, make_corpus, make_queries
+from _clients import run_clients
+from _corpus import CORPUS_VERSION, Corpus, Memory, Queries, make_corpus, make_queries
 from _plain import data_root, plain_insert_one, plain_load, plain_table, plain_topk
 from _report import write_json, write_text
 
 HEADLINE = "total_excl_embedding_rerank"
+EXCL_EMBEDDING = "total_excl_embedding"
 QS = (50, 95, 99)
 STAGE_ORDER = (
     "query_embedding",
@@ -71,6 +73,7 @@ STAGE_ORDER = (
     "token_budget",
     "chunks",
     "total",
+    EXCL_EMBEDDING,
     HEADLINE,
 )
 
@@ -106,6 +109,7 @@ def summarise(timings: Sequence[Mapping[str, float]]) -> dict[str, dict[str, flo
     for t in timings:
         for name, value in t.items():
             stages.setdefault(name, []).append(float(value))
+        stages.setdefault(EXCL_EMBEDDING, []).append(t["total"] - t.get("query_embedding", 0.0))
         stages.setdefault(HEADLINE, []).append(headline_ms(t))
     order = {name: i for i, name in enumerate(STAGE_ORDER)}
     return {
@@ -114,26 +118,6 @@ def summarise(timings: Sequence[Mapping[str, float]]) -> dict[str, dict[str, flo
 
 
 # --- loading --------------------------------------------------------------------------------
-def loader_engine(dsn: str) -> Any:
-    """An engine for bulk loads whose connections run with ``enable_seqscan = off``.
-
-    Opt-in only (``--seqscan-off-loader``) since the library forces retain's semantic-link
-    statement (``shared_core.retain.links.semantic_neighbours_statement``) onto the HNSW index itself;
-    before that the planner ran it as a sequential scan per new unit and a load was quadratic.
-    Measured 2026-11-30 on the 10k bench bank, 1,000 new units: the same HNSW plan and time
-    with or without the session setting (2.3 s vs 2.25 s), so the plain engine is the default.
-    """
-    from shared_core import EngineConfig, MemoryEngine
-
-    class _Loader(MemoryEngine):
-        def _configure_sync(self, conn: Any) -> None:
-            super()._configure_sync(conn)
-            conn.execute("SET enable_seqscan = off")
-            conn.commit()
-
-    return _Loader(dsn, config=EngineConfig(extract_entities=False, extract_dates=False))
-
-
 def bank_count(engine: Any, bank: str) -> int:
     return int(engine.stats(bank).memories)
 
@@ -153,10 +137,8 @@ def ensure_bank(
     batch: int = 2000,
     reload: bool = False,
     log: Callable[[str], None] = print,
-    loader: Any = None,
 ) -> dict[str, Any]:
-    """Load ``corpus`` into ``bank`` (with ``loader``, default ``engine``) unless it already
-    holds ``len(corpus)`` memories."""
+    """Load ``corpus`` into ``bank`` unless it already holds ``len(corpus)`` memories."""
     have = bank_count(engine, bank)
     if have == len(corpus) and not reload:
         return {"reused": True, "seconds": 0.0, "memories": have}
@@ -165,7 +147,7 @@ def ensure_bank(
     started = time.perf_counter()
     for start in range(0, len(corpus), batch):
         stop = min(len(corpus), start + batch)
-        (loader or engine).retain(corpus.items(start, stop), bank=bank, progress=False)
+        engine.retain(corpus.items(start, stop), bank=bank, progress=False)
         done = time.perf_counter() - started
         log(f"  loaded {stop}/{len(corpus)} into {bank} ({stop / done:.0f}/s)")
     seconds = time.perf_counter() - started
@@ -187,44 +169,27 @@ def _analyze(dsn: str) -> None:
 
 
 # --- measuring ------------------------------------------------------------------------------
-def run_clients(call: Callable[[int], Any], calls_per_client: int, clients: int) -> tuple[list[Any], float]:
-    """Run ``call(i)`` ``calls_per_client`` times in each of ``clients`` threads; return the
-    results and the wall time in seconds."""
-    results: list[list[Any]] = [[] for _ in range(clients)]
-    errors: list[BaseException] = []
-    barrier = threading.Barrier(clients + 1)
-
-    def worker(c: int) -> None:
-        barrier.wait()
-        try:
-            for j in range(calls_per_client):
-                results[c].append(call(c * calls_per_client + j))
-        except BaseException as exc:  # surfaced below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=worker, args=(c,)) for c in range(clients)]
-    for t in threads:
-        t.start()
-    barrier.wait()
-    started = time.perf_counter()
-    for t in threads:
-        t.join()
-    wall = time.perf_counter() - started
-    if errors:
-        raise errors[0]
-    return [r for per in results for r in per], wall
-
-
 def measure_ours(
-    engine: Any, bank: str, queries: Queries, *, calls: int, clients: int, warmup: int = 5
+    engine: Any,
+    bank: str,
+    queries: Queries,
+    *,
+    calls: int,
+    clients: int,
+    warmup: int = 5,
+    options: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """``calls`` recalls over ``clients`` threads, ``reranker="none"`` unless ``options`` (more
+    recall options: a filter, tags, another reranker) say otherwise."""
+    recall_options = {"reranker": "none", **(options or {})}
+
     def call(i: int) -> dict[str, float]:
         result = engine.recall(
             queries.texts[i % len(queries.texts)],
             bank=bank,
             query_timestamp=queries.query_time,
-            reranker="none",
             trace=True,
+            **recall_options,
         )
         timings = dict(result.trace.timings_ms)
         timings["_memories"] = len(result.memories)
@@ -233,7 +198,7 @@ def measure_ours(
     for i in range(warmup):
         call(i)
     per_client = max(1, calls // clients)
-    rows, wall = run_clients(call, per_client, clients)
+    rows, wall = run_clients(lambda _c, i: call(i), per_client, clients)
     returned = [r.pop("_memories") for r in rows]
     return {
         "clients": clients,
@@ -243,6 +208,50 @@ def measure_ours(
         "memories_returned_mean": round(statistics.fmean(returned), 1),
         "stages": summarise(rows),
     }
+
+
+# A LangChain / PGVector user's filters over the corpus metadata (``_corpus._metadata``) and
+# tags, from about half of a bank down to 1/200 of it; each with the predicate that counts the
+# memories it matches.
+FILTER_CASES: tuple[tuple[str, dict[str, Any], Callable[[Memory], bool]], ...] = (
+    (
+        "tags=['travel'] (any: untagged pass too)",
+        {"tags": ["travel"]},
+        lambda m: not m.tags or "travel" in m.tags,
+    ),
+    (
+        "tags=['travel'], tags_match='any_strict'",
+        {"tags": ["travel"], "tags_match": "any_strict"},
+        lambda m: "travel" in m.tags,
+    ),
+    ("filter={'team': 'er'}", {"filter": {"team": "er"}}, lambda m: m.metadata["team"] == "er"),
+    (
+        "filter={'$and': [{'source': 'email'}, {'year': {'$gte': 2024}}]}",
+        {"filter": {"$and": [{"source": "email"}, {"year": {"$gte": 2024}}]}},
+        lambda m: m.metadata["source"] == "email" and int(m.metadata["year"]) >= 2024,
+    ),
+    (
+        "filter={'user': 'user-017'}",
+        {"filter": {"user": "user-017"}},
+        lambda m: m.metadata["user"] == "user-017",
+    ),
+)
+
+
+def filter_matches(corpus: Corpus) -> dict[str, int]:
+    """How many memories of ``corpus`` each of :data:`FILTER_CASES` matches."""
+    return {name: sum(map(match, corpus.memories)) for name, _, match in FILTER_CASES}
+
+
+def measure_filtered(
+    engine: Any, bank: str, queries: Queries, matches: Mapping[str, int], *, calls: int
+) -> dict[str, Any]:
+    """One client per :data:`FILTER_CASES` entry; each result carries its matching count."""
+    out = {}
+    for name, options, _ in FILTER_CASES:
+        result = measure_ours(engine, bank, queries, calls=calls, clients=1, options=options)
+        out[name] = {"options": options, "matching": matches[name], **result}
+    return out
 
 
 def measure_single_retain(dsn: str, bank: str, vectors: Any) -> dict[str, float]:
@@ -373,6 +382,12 @@ def ratios(size: Mapping[str, Any]) -> dict[str, float]:
         if "plain_8" in size
         else float("nan"),
     }
+    learned = size.get("ours_learned_1")
+    if learned:
+        st = learned["stages"]
+        out["ours_learned_total_p50 / plain_sql_plus_embedding_p50"] = (
+            st["total"]["p50"] / plain["sql_plus_embedding"]["p50"]
+        )
     if "single_retain_ms" in size and "plain_single_insert_ms" in size:
         out["one memory: ours_retain_p50 / plain_insert_p50"] = (
             size["single_retain_ms"]["p50"] / size["plain_single_insert_ms"]["p50"]
@@ -434,6 +449,17 @@ def markdown(report: Mapping[str, Any]) -> str:
                 f"{p['sql_plus_embedding']['p95']:.1f} | "
                 f"{p['sql_plus_embedding']['p99']:.1f} | {p['qps']} |"
             )
+        learned = size.get("ours_learned_1")
+        if learned:
+            for stage, label in (
+                (EXCL_EMBEDDING, "ours, learned reranker, total minus embedding"),
+                ("total", "ours, learned reranker, total (with query embedding)"),
+            ):
+                st = learned["stages"][stage]
+                lines.append(
+                    f"| {label} | 1 | {st['p50']:.1f} | {st['p95']:.1f} | "
+                    f"{st['p99']:.1f} | {learned['qps']} |"
+                )
         if "single_retain_ms" in size:
             st = size["single_retain_ms"]
             lines.append(
@@ -455,6 +481,27 @@ def markdown(report: Mapping[str, Any]) -> str:
                 st = lc[key]
                 lines.append(f"| {label} | 1 | {st['p50']:.1f} | {st['p95']:.1f} | {st['p99']:.1f} | |")
         lines.append("")
+        if size.get("filtered"):
+            base = s1[HEADLINE]["p50"]
+            lines.append(
+                "| filtered recall, 1 client (reranker none) | matching memories | "
+                "p50 ms | p95 ms | p99 ms | p50 / unfiltered p50 | arms p50 | memories returned |"
+            )
+            lines.append("|---|---:|---:|---:|---:|---:|---:|---:|")
+            lines.append(
+                f"| none | {int(n):,} | {base:.1f} | {s1[HEADLINE]['p95']:.1f} | "
+                f"{s1[HEADLINE]['p99']:.1f} | 1.00 | {s1['arms']['p50']:.1f} | "
+                f"{size['ours_1']['memories_returned_mean']} |"
+            )
+            for name, row in size["filtered"].items():
+                st = row["stages"]
+                lines.append(
+                    f"| `{name}` | {row['matching']:,} | {st[HEADLINE]['p50']:.1f} | "
+                    f"{st[HEADLINE]['p95']:.1f} | {st[HEADLINE]['p99']:.1f} | "
+                    f"{st[HEADLINE]['p50'] / base:.2f} | {st['arms']['p50']:.1f} | "
+                    f"{row['memories_returned_mean']} |"
+                )
+            lines.append("")
         lines.append("| ratio | value |")
         lines.append("|---|---:|")
         for k, v in size["ratios"].items():
@@ -503,28 +550,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--md", type=Path, default=None, help="write the markdown tables here")
     p.add_argument("--calls", type=int, default=200, help="recalls per measurement")
     p.add_argument("--clients", type=int, default=8)
+    p.add_argument(
+        "--filtered-calls",
+        type=int,
+        default=100,
+        help="recalls per filtered case and for the learned-reranker row (0: skip both)",
+    )
     p.add_argument("--queries", type=int, default=50)
     p.add_argument("--batch", type=int, default=2000, help="memories per retain call (load)")
-    p.add_argument(
-        "--seqscan-off-loader",
-        action="store_true",
-        help="load with enable_seqscan=off on the loader's connections (obsolete "
-        "workaround, see loader_engine); default: the unmodified engine",
-    )
     p.add_argument("--reload", action="store_true", help="reload banks even if complete")
     p.add_argument("--no-pgvectorstore", action="store_true")
     p.add_argument("--dsn", default=None, help="Postgres DSN (default: embedded server)")
     p.add_argument(
         "--data-dir",
         type=Path,
-        default=None,
-        help="embedded server data dir (default ~/.cache/hindsight-retrievers/bench-pgdata)",
+        default=os.environ.get("HINDSIGHT_BENCH_PGDATA") or None,
+        help="embedded server data dir (default $HINDSIGHT_BENCH_PGDATA, else "
+        "~/.cache/hindsight-retrievers/bench-pgdata)",
     )
+    p.add_argument("--load-only", action="store_true", help="load the banks, measure nothing")
     args = p.parse_args(argv)
     if args.quick:
         args.sizes = [2_000]
         args.calls = min(args.calls, 40)
         args.single = min(args.single, 15)
+        args.filtered_calls = min(args.filtered_calls, 20)
         args.no_pgvectorstore = True
 
     from shared_core import EngineConfig, MemoryEngine
@@ -534,7 +584,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         engine = MemoryEngine(args.dsn, config=config)
     else:
         engine = MemoryEngine(data_dir=args.data_dir or data_root("bench-pgdata"), config=config)
-    loader = loader_engine(engine.dsn) if args.seqscan_off_loader else None
     started = dt.datetime.now(dt.UTC)
     report: dict[str, Any] = {
         "sizes": {},
@@ -549,7 +598,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             "versions": versions(),
             "reranker": "none",
             "budget": "mid",
-            "loader": "engine with enable_seqscan=off" if args.seqscan_off_loader else "plain engine",
         },
     }
     try:
@@ -559,7 +607,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"== {n:,} memories", flush=True)
             corpus = make_corpus(n)
             bank = f"bench-latency-v{CORPUS_VERSION}-{n}"
-            load = ensure_bank(engine, corpus, bank, batch=args.batch, reload=args.reload, loader=loader)
+            load = ensure_bank(engine, corpus, bank, batch=args.batch, reload=args.reload)
             stats = engine.stats(bank)
             size: dict[str, Any] = {
                 "bank": bank,
@@ -572,10 +620,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 },
             }
             print(f"  bank {bank}: {stats}", flush=True)
+            if args.load_only:
+                report["sizes"][str(n)] = size
+                continue
             # The generated corpus (100k items with vector lists) is only needed to load the
             # bank and for PGVectorStore at 10k; held during the measurement, it made every
             # full collection of the cyclic GC a ~75 ms pause inside a recall (measured).
             store_corpus = corpus if n <= 10_000 and not args.no_pgvectorstore else None
+            matches = filter_matches(corpus)
             vectors = corpus.vectors
             del corpus
             gc.collect()
@@ -587,6 +639,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"{size['ours_8']['qps']} q/s",
                 flush=True,
             )
+            if args.filtered_calls:
+                size["ours_learned_1"] = measure_ours(
+                    engine, bank, queries, calls=args.calls, clients=1, options={"reranker": "learned"}
+                )
+                print(f"  ours, learned reranker: {size['ours_learned_1']['stages'][EXCL_EMBEDDING]}")
+                size["filtered"] = measure_filtered(engine, bank, queries, matches, calls=args.filtered_calls)
+                for name, row in size["filtered"].items():
+                    print(f"  filtered {name}: {row['stages'][HEADLINE]}", flush=True)
             with plain_table(engine.dsn, vectors.shape[1]) as table:
                 size["plain_load"] = plain_load(engine.dsn, table, vectors, index_first=False)
                 size["plain_1"] = plain_topk(
@@ -620,12 +680,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                     print(f"  PGVectorStore failed: {exc!r}", flush=True)
             size["ratios"] = ratios(size)
             report["sizes"][str(n)] = size
+        if args.load_only:
+            return 0
         report["meta"]["server"] = server_info(engine.dsn)
         report["meta"]["machine"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
         report["meta"]["seconds"] = round((dt.datetime.now(dt.UTC) - started).total_seconds())
     finally:
-        if loader is not None:
-            loader.close()
         engine.close()
     text = markdown(report)
     print(text)

@@ -17,11 +17,13 @@ import pytest
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCH))
 
+import _clients as CL  # noqa: E402
 import _corpus as C  # noqa: E402
 import _plain as P  # noqa: E402
 import recall_latency as R  # noqa: E402
 import retain as RT  # noqa: E402
 import run_all as RA  # noqa: E402
+import server_settings as SS  # noqa: E402
 
 
 def _encoder(texts: list[str]) -> npt.NDArray[np.float32]:
@@ -66,6 +68,44 @@ def test_corpus_is_prefix_stable_and_zipf() -> None:
     assert top[0] >= 5 * top[len(top) // 2]  # a hub, and a long tail
 
 
+def test_corpus_metadata_is_deterministic_and_spread() -> None:
+    memories = C.generate_memories(2000)
+    assert [m.metadata for m in memories[:50]] == [m.metadata for m in C.generate_memories(50)]
+    assert {tuple(sorted(m.metadata)) for m in memories} == {("priority", "source", "team", "user", "year")}
+    assert all(m.metadata["year"] == m.occurred_start.year for m in memories)
+    er = sum(m.metadata["team"] == "er" for m in memories) / len(memories)
+    assert 0.09 < er < 0.16  # one team of eight
+    matches = R.filter_matches(C.Corpus(memories=memories, vectors=np.zeros((0, 1), np.float32), real=0))
+    assert matches["filter={'user': 'user-017'}"] < matches["filter={'team': 'er'}"] < len(memories)
+
+
+def test_run_clients_numbers_calls_across_threads_and_raises_the_first_error() -> None:
+    rows, wall = CL.run_clients(lambda c, i: (c, i), 3, 2)
+    assert rows == [(0, 0), (0, 1), (0, 2), (1, 3), (1, 4), (1, 5)] and wall >= 0
+
+    def fail(c: int, i: int) -> int:
+        if i == 4:
+            raise ValueError("call 4")
+        return i
+
+    with pytest.raises(ValueError, match="call 4"):
+        CL.run_clients(fail, 3, 2)
+
+
+def test_server_settings_cases_run_with_their_session_setting(engine: object) -> None:
+    dsn = SS.with_options(engine.dsn, {"work_mem": "17MB", "jit": "on"})  # type: ignore[attr-defined]
+    assert SS.show(dsn)["work_mem"] == "17MB" and SS.show(dsn)["jit"] == "on"
+    assert SS.with_options("host=x", {}) == "host=x"
+    cases = SS.with_ratios(
+        {
+            "defaults": {"latency_ms": {"p50": 10.0, "p95": 20.0}, "qps_8": 4.0},
+            "x": {"latency_ms": {"p50": 5.0, "p95": 30.0}, "qps_8": 6.0},
+        }
+    )
+    assert (cases["x"]["p50_ratio"], cases["x"]["p95_ratio"], cases["x"]["qps_8_ratio"]) == (0.5, 1.5, 1.5)
+    assert cases["defaults"]["p50_ratio"] == 1.0
+
+
 def test_synthetic_vectors_cluster_around_centres() -> None:
     centres = _encoder([f"text number {i}" for i in range(20)])
     vectors = C.synthetic_vectors(centres, 200, cosine=0.8)
@@ -89,7 +129,11 @@ def test_harness_on_tiny_corpus(engine: object, bank: str) -> None:
 
     ours = R.measure_ours(engine, bank, queries, calls=2, clients=2, warmup=0)
     assert ours["calls"] == 2 and ours["qps"] > 0
-    assert {"total", "arms", R.HEADLINE} <= set(ours["stages"])
+    assert {"total", "arms", R.HEADLINE, R.EXCL_EMBEDDING} <= set(ours["stages"])
+    filtered = R.measure_filtered(engine, bank, queries, R.filter_matches(corpus), calls=1)
+    assert list(filtered) == [name for name, _, _ in R.FILTER_CASES]
+    assert all(row["calls"] == 1 and 0 <= row["matching"] <= 50 for row in filtered.values())
+    learned = R.measure_ours(engine, bank, queries, calls=1, clients=1, options={"reranker": "learned"})
     with P.plain_table(engine.dsn, C.DIMENSION, name="plain_smoke") as table:  # type: ignore[attr-defined]
         load = P.plain_load(engine.dsn, table, corpus.vectors, index_first=True, batch=20)  # type: ignore[attr-defined]
         assert load["rows"] == 50 and load["per_second"] > 0
@@ -105,9 +149,18 @@ def test_harness_on_tiny_corpus(engine: object, bank: str) -> None:
         inserts = P.plain_insert_one(engine.dsn, table, corpus.vectors[:3], start_id=50)  # type: ignore[attr-defined]
         assert len(inserts) == 3
     assert plain["rows_mean"] == 10
-    size = {"ours_1": ours, "ours_8": ours, "plain_1": plain, "plain_8": plain}
+    size = {
+        "ours_1": ours,
+        "ours_8": ours,
+        "plain_1": plain,
+        "plain_8": plain,
+        "ours_learned_1": learned,
+        "filtered": filtered,
+    }
     size["ratios"] = R.ratios(size)
-    assert "| **" + R.HEADLINE in R.markdown({"sizes": {"50": size}})
+    assert "ours_learned_total_p50 / plain_sql_plus_embedding_p50" in size["ratios"]
+    text = R.markdown({"sizes": {"50": size}})
+    assert "| **" + R.HEADLINE in text and "`filter={'team': 'er'}`" in text
     assert RT.db_size(engine.dsn) > 0  # type: ignore[attr-defined]
 
 

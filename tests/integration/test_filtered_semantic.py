@@ -1,0 +1,97 @@
+"""The semantic arm under a filter: when few memories match, it ranks them exactly (a bitmap
+scan and a sort) instead of iterating the HNSW graph past rejected rows; otherwise it runs the
+HNSW scans of the unfiltered statement, unchanged."""
+
+from __future__ import annotations
+
+import numpy as np
+import psycopg
+from pgvector.psycopg import register_vector
+
+from shared_core import MemoryEngine, MemoryItem
+from shared_core.recall.arms import ArmQuery, ScoredRow
+from shared_core.recall.arms.semantic import SEMANTIC, filtered_semantic_statement, semantic_statement
+from shared_core.recall.filters import compile_filter
+from shared_core.recall.settings import RecallSettings
+
+TOPICS = ["hiking in the alps", "a pottery class", "the quarterly budget", "a new puppy", "jazz concerts"]
+
+
+def _query(
+    engine: MemoryEngine, bank: str, spec: dict[str, object] | None, tags: list[str] | None
+) -> ArmQuery:
+    return ArmQuery(
+        bank=bank,
+        vector=np.asarray(engine.embedder.embed_query("a walk in the mountains"), dtype=np.float32),
+        words=(),
+        bigrams=(),
+        types=("world", "experience"),
+        tags=tuple(tags) if tags else None,
+        tags_match="any_strict" if tags else "any",
+        n=5,
+        window=None,
+        settings=RecallSettings(),
+        filter=compile_filter(spec),
+    )
+
+
+def _rows(engine: MemoryEngine, statement: psycopg.sql.Composable, q: ArmQuery) -> list[tuple[str, float]]:
+    with psycopg.connect(engine.dsn) as conn:
+        register_vector(conn)
+        rows = conn.execute(statement, q.params(semantic_min=-1.0)).fetchall()
+    return [(str(i), float(s)) for i, s in rows]
+
+
+def test_few_matches_are_ranked_exactly_and_many_take_the_hnsw_scans(engine: MemoryEngine, bank: str) -> None:
+    items = [
+        MemoryItem(
+            text=f"Note {i}: {TOPICS[i % len(TOPICS)]} with friend {i}.",
+            fact_type="world" if i % 3 else "experience",
+            tags=("odd",) if i % 2 else (),
+            metadata={"team": "a" if i % 4 == 0 else "b"},
+        )
+        for i in range(40)
+    ]
+    ids = engine.retain(items, bank=bank, progress=False)
+    for spec, tags in (({"team": "a"}, None), (None, ["odd"])):
+        q = _query(engine, bank, spec, tags)
+        statement = filtered_semantic_statement(q.types, q.where_sql, q.dimension)
+        exact = _rows(engine, statement, q)
+        # Expected: every matching memory of each type ranked by cosine, top n per type.
+        with psycopg.connect(engine.dsn) as conn:
+            register_vector(conn)
+            stored = conn.execute(
+                "SELECT id::text, fact_type, embedding::vector FROM memory_units WHERE bank_id = %s", (bank,)
+            ).fetchall()
+        matching = {
+            ids[i]
+            for i, item in enumerate(items)
+            if (spec is None or item.metadata["team"] == "a") and (tags is None or "odd" in item.tags)
+        }
+        expected = []
+        for fact_type in q.types:
+            scored = [
+                (str(i), float(np.dot(v, q.vector) / (np.linalg.norm(v) * np.linalg.norm(q.vector))))
+                for i, ft, v in stored
+                if ft == fact_type and str(i) in matching
+            ]
+            expected += sorted(scored, key=lambda r: -r[1])[: q.n]
+        assert sorted(i for i, _ in exact) == sorted(i for i, _ in expected)
+        assert {i for i, _ in exact} <= matching
+        # Forced onto the HNSW path, the statement returns what the unfiltered statement does.
+        ann = _rows(engine, filtered_semantic_statement(q.types, q.where_sql, q.dimension, exact_max=0), q)
+        plain = _rows(engine, semantic_statement(q.types, q.where_sql, q.dimension), q)
+        assert sorted(ann) == sorted(plain)
+        # A memory scores the same on either path.
+        scores = dict(plain)
+        assert all(abs(s - scores[i]) < 1e-9 for i, s in exact if i in scores)
+
+
+def test_the_arm_takes_the_filtered_statement_only_when_something_filters(engine: MemoryEngine) -> None:
+    def text(spec: dict[str, object] | None, tags: list[str] | None) -> str:
+        query = SEMANTIC.start(_query(engine, "b", spec, tags))
+        assert query is not None and query.row_type is ScoredRow
+        return str(query.statement.as_string(None))  # type: ignore[union-attr]
+
+    assert "few" not in text(None, None)
+    assert "few" in text({"team": "a"}, None) and "few" in text(None, ["odd"])
