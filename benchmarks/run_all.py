@@ -100,7 +100,8 @@ def _retain_rows(report: dict[str, Any]) -> list[Row]:
             label = f"bulk retain (retain_bulk), {n:,} (extraction on, vectors given), memories/s"
             target = ">= 1,000/s or plain/ours <= 2"
         elif run["mode"] == "b-precomputed":
-            label = f"retain, 1 call per {run['batch']:,}, {n:,} (extraction on, vectors given), memories/s"
+            per = f"1 call per {run['batch']:,}, " if "batch" in run else ""
+            label = f"bulk retain, {per}{n:,} (extraction on, vectors given), memories/s"
             target = ">= 1,000/s or plain/ours <= 2"
         elif run["mode"] == "c-no-extraction":
             label = f"bulk retain, {n:,} (extraction off, vectors given), memories/s"
