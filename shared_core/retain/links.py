@@ -36,7 +36,21 @@ from shared_core.storage.dimensions import Dimension
 from shared_core.storage.plan import Copy, Plan, Query
 from shared_core.types import MemoryItem
 
-__all__ = ["batch_semantic_pairs", "causal_links", "cue_causal_links", "entity_plan", "link_plan"]
+__all__ = [
+    "EntityMentions",
+    "batch_semantic_pairs",
+    "causal_links",
+    "count_mentions_query",
+    "cue_causal_links",
+    "entity_mentions",
+    "entity_plan",
+    "known_mentions",
+    "link_plan",
+    "link_weights",
+    "mention_grams",
+    "missing_reference_error",
+    "semantic_neighbours_query",
+]
 
 _CAUSAL_FIELDS = ("caused_by", "causes", "enables", "prevents")
 # Conservative: explicit causal connectives only ("since", "so" alone are too ambiguous).
@@ -107,6 +121,20 @@ def semantic_neighbours_statement(dimension: Dimension) -> sql.Composed:
     )
 
 
+def semantic_neighbours_query(
+    bank: str, ids: Sequence[uuid.UUID], dimension: Dimension, *, k: int, min_similarity: float
+) -> Query:
+    """The stored semantic neighbours of the new units ``ids``. The planner costs the LATERAL
+    ANN as a sequential scan per new unit (33x slower at 10k units, measured), so the index
+    scan is forced."""
+    return Query(
+        semantic_neighbours_statement(dimension),
+        {"bank": bank, "ids": list(ids), "k": k, "min": min_similarity},
+        settings={"hnsw.ef_search": "40", "enable_seqscan": "off"},
+        row_type=_SemanticNeighbour,
+    )
+
+
 HAS_OLDER_UNITS = """
 SELECT 1 AS found FROM memory_units
 WHERE bank_id = %(bank)s AND id <> ALL(%(ids)s::uuid[]) LIMIT 1"""
@@ -171,6 +199,86 @@ class _EntityKey:
     match_key: str
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EntityMentions:
+    """The entity names of a retain's units, by match key (:func:`entity_mentions`)."""
+
+    names: dict[str, str]  # key -> the first name written for it
+    mentions: list[tuple[str, str]]  # (unit id, key), in unit order
+    first_seen: dict[str, _dt.datetime]  # key -> its earliest unit's mentioned_at
+
+    @property
+    def keys(self) -> list[str]:
+        return sorted(self.names)
+
+
+def entity_mentions(units: Sequence[PreparedUnit], names: Sequence[Sequence[str]]) -> EntityMentions:
+    """Group each unit's entity names by match key (both retain paths resolve these)."""
+    by_key: dict[str, str] = {}
+    mentions: list[tuple[str, str]] = []
+    seen_of: dict[str, _dt.datetime] = {}
+    for unit, per_unit in zip(units, names, strict=True):
+        for name in per_unit:
+            key = entity_match_key(name)
+            by_key.setdefault(key, name)
+            mentions.append((unit.id, key))
+            seen_of[key] = min(seen_of.get(key, unit.mentioned_at), unit.mentioned_at)
+    return EntityMentions(names=by_key, mentions=mentions, first_seen=seen_of)
+
+
+def mention_grams(units: Sequence[PreparedUnit], linked: Sequence[bool]) -> list[frozenset[str]]:
+    """The words of each flagged unit that may name an entity the bank knows."""
+    return [mention_keys(u.text) if flag else frozenset() for u, flag in zip(units, linked, strict=True)]
+
+
+def known_mentions(
+    units: Sequence[PreparedUnit], grams: Sequence[frozenset[str]], known: Sequence[_EntityKey]
+) -> set[tuple[str, str]]:
+    """(unit id, entity id) for every known entity a unit's words name."""
+    id_of = {r.match_key: r.id for r in known}
+    return {
+        (u.id, id_of[g])
+        for u, unit_grams in zip(units, grams, strict=True)
+        for g in unit_grams & id_of.keys()
+    }
+
+
+def count_mentions_query(bank: str, units: Sequence[PreparedUnit], pairs: Sequence[tuple[str, str]]) -> Query:
+    """:data:`COUNT_MENTIONS` for the (unit id, entity id) ``pairs``: counts, first and last seen."""
+    counts = Counter(entity for _, entity in pairs)
+    mentioned = {u.id: u.mentioned_at for u in units}
+    firsts: dict[str, _dt.datetime] = {}
+    lasts: dict[str, _dt.datetime] = {}
+    for unit_id, entity in pairs:
+        at = mentioned[unit_id]
+        firsts[entity] = min(firsts.get(entity, at), at)
+        lasts[entity] = max(lasts.get(entity, at), at)
+    entities = sorted(counts)
+    return Query(
+        COUNT_MENTIONS,
+        {
+            "bank": bank,
+            "ids": entities,
+            "counts": [counts[e] for e in entities],
+            "firsts": [firsts[e] for e in entities],
+            "lasts": [lasts[e] for e in entities],
+        },
+        fetch="none",
+    )
+
+
+def missing_reference_error(items: Sequence[MemoryItem], bank: str, missing: str) -> InvalidItemError:
+    """The error for a causal reference to memory ``missing``, which the bank does not hold,
+    naming the first item and field that wrote it."""
+    index, field = next(
+        (i, f)
+        for i, item in enumerate(items)
+        for f in _CAUSAL_FIELDS
+        if any(str(r) == missing for r in getattr(item, f))
+    )
+    return InvalidItemError(index, f"{field} references memory {missing} which is not in bank {bank!r}")
+
+
 def entity_plan(
     bank: str,
     units: Sequence[PreparedUnit],
@@ -185,18 +293,12 @@ def entity_plan(
     entity whose key appears in their text as whole words, in any case (:func:`mention_keys`).
     """
     linked = [True] * len(units) if mention_linked is None else list(mention_linked)
-    grams = [mention_keys(u.text) if flag else frozenset() for u, flag in zip(units, linked, strict=True)]
+    grams = mention_grams(units, linked)
     all_grams = sorted(frozenset().union(*grams))
     if not all_grams and not any(names):
         return
-    by_key: dict[str, str] = {}
-    mentions: list[tuple[str, str]] = []  # (unit id, key)
-    for unit, per_unit in zip(units, names, strict=True):
-        for name in per_unit:
-            key = entity_match_key(name)
-            by_key.setdefault(key, name)
-            mentions.append((unit.id, key))
-    keys = sorted(by_key)
+    named = entity_mentions(units, names)
+    keys = named.keys
     entity_of: dict[str, str] = {}
     if keys:
         rows: list[_ResolvedKey] = yield Query(
@@ -207,56 +309,30 @@ def entity_plan(
         )
         entity_of = {r.key: r.id for r in rows if r.id is not None}
     new_keys = [k for k in keys if k not in entity_of]
-    seen_of: dict[str, _dt.datetime] = {}
-    for unit, per_unit in zip(units, names, strict=True):
-        for name in per_unit:
-            key = entity_match_key(name)
-            seen_of[key] = min(seen_of.get(key, unit.mentioned_at), unit.mentioned_at)
     if new_keys:
         created: list[_EntityKey] = yield Query(
             UPSERT_ENTITIES,
             {
                 "bank": bank,
                 "ids": [uuid7() for _ in new_keys],
-                "names": [by_key[k] for k in new_keys],
+                "names": [named.names[k] for k in new_keys],
                 "keys": new_keys,
-                "seen": [seen_of[k] for k in new_keys],
+                "seen": [named.first_seen[k] for k in new_keys],
             },
             row_type=_EntityKey,
         )
         entity_of.update({r.match_key: r.id for r in created})
 
-    found = {(unit_id, entity_of[key]) for unit_id, key in mentions}
+    found = {(unit_id, entity_of[key]) for unit_id, key in named.mentions}
     if all_grams:  # after the upsert: this batch's new entities are known too
         known: list[_EntityKey] = yield Query(
             KNOWN_ENTITY_KEYS, {"bank": bank, "keys": all_grams}, row_type=_EntityKey
         )
-        id_of = {r.match_key: r.id for r in known}
-        for unit, unit_grams in zip(units, grams, strict=True):
-            found.update((unit.id, id_of[g]) for g in unit_grams & id_of.keys())
+        found |= known_mentions(units, grams, known)
     if not found:
         return
     pairs = sorted(found)
-    counts = Counter(entity for _, entity in pairs)
-    mentioned = {u.id: u.mentioned_at for u in units}
-    firsts: dict[str, _dt.datetime] = {}
-    lasts: dict[str, _dt.datetime] = {}
-    for unit_id, entity in pairs:
-        at = mentioned[unit_id]
-        firsts[entity] = min(firsts.get(entity, at), at)
-        lasts[entity] = max(lasts.get(entity, at), at)
-    entities = sorted(counts)
-    yield Query(
-        COUNT_MENTIONS,
-        {
-            "bank": bank,
-            "ids": entities,
-            "counts": [counts[e] for e in entities],
-            "firsts": [firsts[e] for e in entities],
-            "lasts": [lasts[e] for e in entities],
-        },
-        fetch="none",
-    )
+    yield count_mentions_query(bank, units, pairs)
     yield Copy(COPY_UNIT_ENTITIES, [(bank, u, e) for u, e in pairs])
 
 
@@ -368,54 +444,73 @@ def link_plan(
             CHECK_REFERENCED, {"bank": bank, "ids": sorted(set(external))}, row_type=_IdRow
         )
         if missing:
-            bad = missing[0].id
-            index, field = next(
-                (i, f)
-                for i, item in enumerate(items)
-                for f in _CAUSAL_FIELDS
-                if any(str(r) == bad for r in getattr(item, f))
-            )
-            raise InvalidItemError(index, f"{field} references memory {bad} which is not in bank {bank!r}")
+            raise missing_reference_error(items, bank, missing[0].id)
 
+    # Semantic: neighbours already stored (new -> old); the pairs inside the batch come in
+    # link_weights. A bank that was empty has no neighbours.
+    older = yield Query(HAS_OLDER_UNITS, {"bank": bank, "ids": uuids}, fetch="one")
+    stored: list[_SemanticNeighbour] = []
+    if older is not None:
+        stored = yield semantic_neighbours_query(
+            bank, uuids, Dimension(int(vectors.shape[1])), k=semantic_k, min_similarity=semantic_min
+        )
+
+    # Temporal: nearest by event date on both sides (link_weights keeps the closest per unit).
+    dated: list[_TemporalNeighbour] = yield Query(
+        TEMPORAL_NEIGHBOURS, {"bank": bank, "ids": uuids, "k": temporal_k}, row_type=_TemporalNeighbour
+    )
+    weights = link_weights(
+        units,
+        vectors,
+        causal,
+        stored,
+        dated,
+        cue_links=cue_links,
+        semantic_min=semantic_min,
+        semantic_k=semantic_k,
+        temporal_k=temporal_k,
+        temporal_floor=temporal_floor,
+    )
+    # Sorted by key: a stable lock order between concurrent retains.
+    ordered = sorted(weights.items())
+    if ordered:
+        yield Copy(COPY_LINKS, [(bank, s, t, kind, w) for (s, t, kind), w in ordered])
+    return len(ordered)
+
+
+def link_weights(
+    units: Sequence[PreparedUnit],
+    vectors: npt.NDArray[np.float32],
+    causal: Sequence[tuple[str, str, str]],
+    stored: Sequence[_SemanticNeighbour],
+    dated: Sequence[_TemporalNeighbour],
+    *,
+    cue_links: bool,
+    semantic_min: float,
+    semantic_k: int,
+    temporal_k: int,
+    temporal_floor: float,
+) -> dict[tuple[str, str, str], float]:
+    """Every link of the new units by (from, to, type), with its weight: the cue heuristic,
+    explicit references (which win over it), stored and in-batch semantic neighbours, and the
+    closest ``temporal_k`` dated neighbours per unit."""
     weights: dict[tuple[str, str, str], float] = {}
     if cue_links:
         for source, target, w in cue_causal_links(units, vectors):
             weights[(source, target, "caused_by")] = w
     for source, target, kind in causal:  # explicit references win over the heuristic
         weights[(source, target, kind)] = 1.0
-
-    # Semantic: neighbours already stored (new -> old), then pairs inside the batch. The
-    # planner costs the LATERAL ANN as a sequential scan per new unit (33x slower at 10k
-    # units, measured), so the index scan is forced; a bank that was empty has no neighbours.
-    older = yield Query(HAS_OLDER_UNITS, {"bank": bank, "ids": uuids}, fetch="one")
-    stored: list[_SemanticNeighbour] = []
-    if older is not None:
-        stored = yield Query(
-            semantic_neighbours_statement(Dimension(int(vectors.shape[1]))),
-            {"bank": bank, "ids": uuids, "k": semantic_k, "min": semantic_min},
-            settings={"hnsw.ef_search": "40", "enable_seqscan": "off"},
-            row_type=_SemanticNeighbour,
-        )
     for neighbour in stored:
         weights[(neighbour.from_id, neighbour.to_id, "semantic")] = min(float(neighbour.similarity), 1.0)
+    ids = [u.id for u in units]
     for source, target, s in batch_semantic_pairs(
         ids, vectors, min_similarity=semantic_min, top_k=semantic_k
     ):
         weights[(source, target, "semantic")] = s
-
-    # Temporal: nearest by event date on both sides, the closest temporal_k kept per unit.
-    dated: list[_TemporalNeighbour] = yield Query(
-        TEMPORAL_NEIGHBOURS, {"bank": bank, "ids": uuids, "k": temporal_k}, row_type=_TemporalNeighbour
-    )
     per_source: dict[str, list[tuple[float, str]]] = {}
     for when in dated:
         per_source.setdefault(when.from_id, []).append((float(when.hours), when.to_id))
     for source, near in per_source.items():
         for hours, target in sorted(near)[:temporal_k]:
             weights[(source, target, "temporal")] = max(temporal_floor, 1.0 - hours / 24.0)
-
-    # Sorted by key: a stable lock order between concurrent retains.
-    ordered = sorted(weights.items())
-    if ordered:
-        yield Copy(COPY_LINKS, [(bank, s, t, kind, w) for (s, t, kind), w in ordered])
-    return len(ordered)
+    return weights

@@ -20,11 +20,7 @@ The stored rows (units, entities, mentions, links) are the batch plan's for the 
 
 from __future__ import annotations
 
-import datetime as _dt
 import uuid
-from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Final
 
 import numpy as np
@@ -32,20 +28,26 @@ import numpy.typing as npt
 import psycopg
 
 from shared_core.errors import InvalidItemError
-from shared_core.extraction.entities import entity_match_key, mention_keys
 from shared_core.ids import uuid7
 from shared_core.retain.links import (
-    _CAUSAL_FIELDS,
     CHECK_REFERENCED,
-    COUNT_MENTIONS,
     KNOWN_ENTITY_KEYS,
     RESOLVE_ENTITIES,
     TEMPORAL_NEIGHBOURS,
     UPSERT_ENTITIES,
-    batch_semantic_pairs,
+    _EntityKey,
+    _IdRow,
+    _ResolvedKey,
+    _SemanticNeighbour,
+    _TemporalNeighbour,
     causal_links,
-    cue_causal_links,
-    semantic_neighbours_statement,
+    count_mentions_query,
+    entity_mentions,
+    known_mentions,
+    link_weights,
+    mention_grams,
+    missing_reference_error,
+    semantic_neighbours_query,
 )
 from shared_core.retain.plan import (
     DELETE_DOCUMENTS,
@@ -93,41 +95,6 @@ FROM unnest(%(froms)s::uuid[], %(tos)s::uuid[], %(kinds)s::text[], %(weights)s::
   AS l(f, t, k, w)"""
 
 _ITEM_STATE_CLASSES = ("22", "23")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _Resolved:
-    """One row of :data:`RESOLVE_ENTITIES`."""
-
-    key: str
-    id: str | None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _EntityKey:
-    """One row of :data:`UPSERT_ENTITIES` and :data:`KNOWN_ENTITY_KEYS`."""
-
-    id: str
-    match_key: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _IdRow:
-    id: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _Semantic:
-    from_id: str
-    to_id: str
-    similarity: float
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _Temporal:
-    from_id: str
-    to_id: str
-    hours: float
 
 
 def is_small(request: RetainRequest) -> bool:
@@ -187,21 +154,10 @@ def small_retain_plan(request: RetainRequest, vectors: npt.NDArray[np.float32]) 
     causal, external = causal_links(items, units)  # a malformed reference raises here
 
     # Entity names per unit (resolved by key) and the words that may name known entities.
-    mention_linked = [items[u.item_index].entities is None for u in units]
-    grams = [
-        mention_keys(u.text) if flag else frozenset() for u, flag in zip(units, mention_linked, strict=True)
-    ]
+    grams = mention_grams(units, [items[u.item_index].entities is None for u in units])
     all_grams = sorted(frozenset().union(*grams))
-    by_key: dict[str, str] = {}
-    mentions: list[tuple[str, str]] = []
-    seen_of: dict[str, _dt.datetime] = {}
-    for unit, per_unit in zip(units, request.entities, strict=True):
-        for name in per_unit:
-            key = entity_match_key(name)
-            by_key.setdefault(key, name)
-            mentions.append((unit.id, key))
-            seen_of[key] = min(seen_of.get(key, unit.mentioned_at), unit.mentioned_at)
-    keys = sorted(by_key)
+    named = entity_mentions(units, request.entities)
+    keys = named.keys
 
     # 1. Bank, lock, documents, references, entity resolution.
     document_ids = sorted({u.document_id for u in units if u.document_id is not None})
@@ -232,7 +188,7 @@ def small_retain_plan(request: RetainRequest, vectors: npt.NDArray[np.float32]) 
                 RESOLVE_ENTITIES,
                 {"bank": bank, "keys": keys},
                 settings={"pg_trgm.similarity_threshold": str(request.entity_threshold)},
-                row_type=_Resolved,
+                row_type=_ResolvedKey,
             )
         )
     results = yield Pipeline(tuple(first))
@@ -243,17 +199,10 @@ def small_retain_plan(request: RetainRequest, vectors: npt.NDArray[np.float32]) 
         missing: list[_IdRow] = results[at]
         at += 1
         if missing:
-            bad = missing[0].id
-            index, field = next(
-                (i, f)
-                for i, item in enumerate(items)
-                for f in _CAUSAL_FIELDS
-                if any(str(r) == bad for r in getattr(item, f))
-            )
-            raise InvalidItemError(index, f"{field} references memory {bad} which is not in bank {bank!r}")
+            raise missing_reference_error(items, bank, missing[0].id)
     entity_of: dict[str, str] = {}
     if keys:
-        resolved: list[_Resolved] = results[at]
+        resolved: list[_ResolvedKey] = results[at]
         entity_of = {r.key: r.id for r in resolved if r.id is not None}
     new_keys = [k for k in keys if k not in entity_of]
 
@@ -268,9 +217,9 @@ def small_retain_plan(request: RetainRequest, vectors: npt.NDArray[np.float32]) 
                 {
                     "bank": bank,
                     "ids": [uuid7() for _ in new_keys],
-                    "names": [by_key[k] for k in new_keys],
+                    "names": [named.names[k] for k in new_keys],
                     "keys": new_keys,
-                    "seen": [seen_of[k] for k in new_keys],
+                    "seen": [named.first_seen[k] for k in new_keys],
                 },
                 row_type=_EntityKey,
             )
@@ -279,18 +228,19 @@ def small_retain_plan(request: RetainRequest, vectors: npt.NDArray[np.float32]) 
         second.append(Query(KNOWN_ENTITY_KEYS, {"bank": bank, "keys": all_grams}, row_type=_EntityKey))
     # An empty bank has no neighbours: the search finds none, no need to ask first.
     second.append(
-        Query(
-            semantic_neighbours_statement(Dimension(dimension)),
-            {"bank": bank, "ids": uuids, "k": request.semantic_link_k, "min": request.semantic_link_min},
-            settings={"hnsw.ef_search": "40", "enable_seqscan": "off"},
-            row_type=_Semantic,
+        semantic_neighbours_query(
+            bank,
+            uuids,
+            Dimension(dimension),
+            k=request.semantic_link_k,
+            min_similarity=request.semantic_link_min,
         )
     )
     second.append(
         Query(
             TEMPORAL_NEIGHBOURS,
             {"bank": bank, "ids": uuids, "k": request.temporal_link_k},
-            row_type=_Temporal,
+            row_type=_TemporalNeighbour,
         )
     )
     results = yield Pipeline(tuple(second))
@@ -299,21 +249,38 @@ def small_retain_plan(request: RetainRequest, vectors: npt.NDArray[np.float32]) 
         created: list[_EntityKey] = results[at]
         entity_of.update({r.match_key: r.id for r in created})
         at += 1
-    found = {(unit_id, entity_of[key]) for unit_id, key in mentions}
+    found = {(unit_id, entity_of[key]) for unit_id, key in named.mentions}
     if all_grams:
         known: list[_EntityKey] = results[at]
         at += 1
-        id_of = {r.match_key: r.id for r in known}
-        for unit, unit_grams in zip(units, grams, strict=True):
-            found.update((unit.id, id_of[g]) for g in unit_grams & id_of.keys())
-    stored: list[_Semantic] = results[at]
-    dated: list[_Temporal] = results[at + 1]
+        found |= known_mentions(units, grams, known)
+    stored: list[_SemanticNeighbour] = results[at]
+    dated: list[_TemporalNeighbour] = results[at + 1]
 
     # 3. Mentions and links.
     third: list[Query] = []
     if found:
-        third.extend(_mention_queries(bank, units, sorted(found)))
-    weights = _link_weights(request, link_vectors, causal, stored, dated)
+        pairs = sorted(found)
+        third.append(count_mentions_query(bank, units, pairs))
+        third.append(
+            Query(
+                INSERT_UNIT_ENTITIES,
+                {"bank": bank, "units": [u for u, _ in pairs], "entities": [e for _, e in pairs]},
+                fetch="none",
+            )
+        )
+    weights = link_weights(
+        units,
+        link_vectors,
+        causal,
+        stored,
+        dated,
+        cue_links=request.cue_links,
+        semantic_min=request.semantic_link_min,
+        semantic_k=request.semantic_link_k,
+        temporal_k=request.temporal_link_k,
+        temporal_floor=request.temporal_link_floor,
+    )
     if weights:
         ordered = sorted(weights.items())  # the batch plan's order: a stable lock order
         third.append(
@@ -334,67 +301,3 @@ def small_retain_plan(request: RetainRequest, vectors: npt.NDArray[np.float32]) 
         # larger one): no round trip of its own.
         yield Pipeline(tuple(third), wait=False)
     return ids
-
-
-def _mention_queries(bank: str, units: Sequence[Any], pairs: list[tuple[str, str]]) -> list[Query]:
-    """Count the mentions on their entities and record them (the batch plan's rows)."""
-    counts = Counter(entity for _, entity in pairs)
-    mentioned = {u.id: u.mentioned_at for u in units}
-    firsts: dict[str, _dt.datetime] = {}
-    lasts: dict[str, _dt.datetime] = {}
-    for unit_id, entity in pairs:
-        at = mentioned[unit_id]
-        firsts[entity] = min(firsts.get(entity, at), at)
-        lasts[entity] = max(lasts.get(entity, at), at)
-    entities = sorted(counts)
-    return [
-        Query(
-            COUNT_MENTIONS,
-            {
-                "bank": bank,
-                "ids": entities,
-                "counts": [counts[e] for e in entities],
-                "firsts": [firsts[e] for e in entities],
-                "lasts": [lasts[e] for e in entities],
-            },
-            fetch="none",
-        ),
-        Query(
-            INSERT_UNIT_ENTITIES,
-            {"bank": bank, "units": [u for u, _ in pairs], "entities": [e for _, e in pairs]},
-            fetch="none",
-        ),
-    ]
-
-
-def _link_weights(
-    request: RetainRequest,
-    vectors: npt.NDArray[np.float32],
-    causal: list[tuple[str, str, str]],
-    stored: list[_Semantic],
-    dated: list[_Temporal],
-) -> dict[tuple[str, str, str], float]:
-    """The links :func:`~shared_core.retain.links.link_plan` writes, from the same inputs."""
-    units = request.units
-    weights: dict[tuple[str, str, str], float] = {}
-    if request.cue_links:
-        for source, target, w in cue_causal_links(units, vectors):
-            weights[(source, target, "caused_by")] = w
-    for source, target, kind in causal:  # explicit references win over the heuristic
-        weights[(source, target, kind)] = 1.0
-    for neighbour in stored:
-        weights[(neighbour.from_id, neighbour.to_id, "semantic")] = min(float(neighbour.similarity), 1.0)
-    for source, target, s in batch_semantic_pairs(
-        [u.id for u in units],
-        vectors,
-        min_similarity=request.semantic_link_min,
-        top_k=request.semantic_link_k,
-    ):
-        weights[(source, target, "semantic")] = s
-    per_source: dict[str, list[tuple[float, str]]] = {}
-    for when in dated:
-        per_source.setdefault(when.from_id, []).append((float(when.hours), when.to_id))
-    for source, near in per_source.items():
-        for hours, target in sorted(near)[: request.temporal_link_k]:
-            weights[(source, target, "temporal")] = max(request.temporal_link_floor, 1.0 - hours / 24.0)
-    return weights
