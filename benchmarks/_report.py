@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["write_json", "write_text"]
+__all__ = ["publish", "write_json", "write_text"]
 
 
 def write_json(path: Path, report: Any) -> None:
@@ -17,3 +17,13 @@ def write_json(path: Path, report: Any) -> None:
 def write_text(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
+
+
+def publish(report: Any, text: str, *, out: Path | None, md: Path | None = None) -> None:
+    """Print a benchmark's markdown ``text``; write ``report`` to ``out`` as JSON and ``text``
+    to ``md``, each when given."""
+    print(text)
+    if out:
+        write_json(out, report)
+    if md:
+        write_text(md, text + "\n")

@@ -54,7 +54,7 @@ import numpy as np
 from _clients import run_clients
 from _corpus import CORPUS_VERSION, Corpus, Memory, Queries, make_corpus, make_queries
 from _plain import data_root, plain_insert_one, plain_load, plain_table, plain_topk
-from _report import write_json, write_text
+from _report import publish
 
 HEADLINE = "total_excl_embedding_rerank"
 EXCL_EMBEDDING = "total_excl_embedding"
@@ -687,12 +687,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         report["meta"]["seconds"] = round((dt.datetime.now(dt.UTC) - started).total_seconds())
     finally:
         engine.close()
-    text = markdown(report)
-    print(text)
-    if args.out:
-        write_json(args.out, report)
-    if args.md:
-        write_text(args.md, text + "\n")
+    publish(report, markdown(report), out=args.out, md=args.md)
     return 0
 
 

@@ -64,7 +64,9 @@ sys.path.insert(0, str(HERE))
 
 from _locomo import DEFAULT_DATA_PATH  # noqa: E402
 from _plain import data_root, describe, plain_insert_one, plain_load, plain_table  # noqa: E402
-from _report import write_json  # noqa: E402
+from _report import publish  # noqa: E402
+
+from shared_core.text import MONTH_NAMES  # noqa: E402
 
 MODES = ("a-everything", "b-precomputed", "c-no-extraction", "b-bulk")
 BREAKDOWN_MODES = MODES[:3]
@@ -260,20 +262,6 @@ _ORGS = (
     "the Alder Foundation",
     "Meridian Health",
 )
-_MONTHS = (
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-)
 _TEMPLATES = (
     "In {month} {year}, {name} moved to {place} to work for {org}.",
     "{name} met {other} at a conference in {place}, where they argued about {topic}.",
@@ -330,7 +318,7 @@ def prose_document(n_bytes: int, seed: int = 0) -> str:
                     other=other,
                     place=rng.choice(_PLACES),
                     org=rng.choice(_ORGS),
-                    month=rng.choice(_MONTHS),
+                    month=rng.choice(MONTH_NAMES),
                     year=rng.randint(1990, 2025),
                     topic=rng.choice(_TOPICS),
                     adj=rng.choice(_ADJ),
@@ -585,10 +573,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         report["meta"]["machine"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
     finally:
         holder.close()
-    text = markdown(report)
-    print(text)
-    if args.out:
-        write_json(args.out, report)
+    publish(report, markdown(report), out=args.out)
     return 0
 
 

@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _clients import run_clients
 from _corpus import CORPUS_VERSION, Queries, make_corpus, make_queries
 from _plain import data_root
-from _report import write_json, write_text
+from _report import publish
 from recall_latency import describe, ensure_bank, headline_ms, versions
 
 # Session-level cases: (label, settings). The first is the defaults every ratio divides by.
@@ -350,12 +350,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         report["meta"]["seconds"] = round((dt.datetime.now(dt.UTC) - started).total_seconds())
     finally:
         engine.close()
-    text = markdown(report)
-    print(text)
-    if args.out:
-        write_json(args.out, report)
-    if args.md:
-        write_text(args.md, text + "\n")
+    publish(report, markdown(report), out=args.out, md=args.md)
     return 0
 
 
