@@ -49,7 +49,9 @@ __all__ = [
     "link_weights",
     "mention_grams",
     "missing_reference_error",
+    "resolve_entities_query",
     "semantic_neighbours_query",
+    "upsert_entities_query",
 ]
 
 _CAUSAL_FIELDS = ("caused_by", "causes", "enables", "prevents")
@@ -226,6 +228,31 @@ def entity_mentions(units: Sequence[PreparedUnit], names: Sequence[Sequence[str]
     return EntityMentions(names=by_key, mentions=mentions, first_seen=seen_of)
 
 
+def resolve_entities_query(bank: str, keys: Sequence[str], threshold: float) -> Query:
+    """:data:`RESOLVE_ENTITIES` for ``keys``: each key's entity of the bank, if any."""
+    return Query(
+        RESOLVE_ENTITIES,
+        {"bank": bank, "keys": list(keys)},
+        settings={"pg_trgm.similarity_threshold": str(threshold)},
+        row_type=_ResolvedKey,
+    )
+
+
+def upsert_entities_query(bank: str, named: EntityMentions, new_keys: Sequence[str]) -> Query:
+    """:data:`UPSERT_ENTITIES` creating an entity for each of ``new_keys``."""
+    return Query(
+        UPSERT_ENTITIES,
+        {
+            "bank": bank,
+            "ids": [uuid7() for _ in new_keys],
+            "names": [named.names[k] for k in new_keys],
+            "keys": list(new_keys),
+            "seen": [named.first_seen[k] for k in new_keys],
+        },
+        row_type=_EntityKey,
+    )
+
+
 def mention_grams(units: Sequence[PreparedUnit], linked: Sequence[bool]) -> list[frozenset[str]]:
     """The words of each flagged unit that may name an entity the bank knows."""
     return [mention_keys(u.text) if flag else frozenset() for u, flag in zip(units, linked, strict=True)]
@@ -301,26 +328,11 @@ def entity_plan(
     keys = named.keys
     entity_of: dict[str, str] = {}
     if keys:
-        rows: list[_ResolvedKey] = yield Query(
-            RESOLVE_ENTITIES,
-            {"bank": bank, "keys": keys},
-            settings={"pg_trgm.similarity_threshold": str(threshold)},
-            row_type=_ResolvedKey,
-        )
+        rows: list[_ResolvedKey] = yield resolve_entities_query(bank, keys, threshold)
         entity_of = {r.key: r.id for r in rows if r.id is not None}
     new_keys = [k for k in keys if k not in entity_of]
     if new_keys:
-        created: list[_EntityKey] = yield Query(
-            UPSERT_ENTITIES,
-            {
-                "bank": bank,
-                "ids": [uuid7() for _ in new_keys],
-                "names": [named.names[k] for k in new_keys],
-                "keys": new_keys,
-                "seen": [named.first_seen[k] for k in new_keys],
-            },
-            row_type=_EntityKey,
-        )
+        created: list[_EntityKey] = yield upsert_entities_query(bank, named, new_keys)
         entity_of.update({r.match_key: r.id for r in created})
 
     found = {(unit_id, entity_of[key]) for unit_id, key in named.mentions}

@@ -28,13 +28,10 @@ import numpy.typing as npt
 import psycopg
 
 from shared_core.errors import InvalidItemError
-from shared_core.ids import uuid7
 from shared_core.retain.links import (
     CHECK_REFERENCED,
     KNOWN_ENTITY_KEYS,
-    RESOLVE_ENTITIES,
     TEMPORAL_NEIGHBOURS,
-    UPSERT_ENTITIES,
     _EntityKey,
     _IdRow,
     _ResolvedKey,
@@ -47,7 +44,9 @@ from shared_core.retain.links import (
     link_weights,
     mention_grams,
     missing_reference_error,
+    resolve_entities_query,
     semantic_neighbours_query,
+    upsert_entities_query,
 )
 from shared_core.retain.plan import (
     DELETE_DOCUMENTS,
@@ -183,14 +182,7 @@ def small_retain_plan(request: RetainRequest, vectors: npt.NDArray[np.float32]) 
     if external:
         first.append(Query(CHECK_REFERENCED, {"bank": bank, "ids": sorted(set(external))}, row_type=_IdRow))
     if keys:
-        first.append(
-            Query(
-                RESOLVE_ENTITIES,
-                {"bank": bank, "keys": keys},
-                settings={"pg_trgm.similarity_threshold": str(request.entity_threshold)},
-                row_type=_ResolvedKey,
-            )
-        )
+        first.append(resolve_entities_query(bank, keys, request.entity_threshold))
     results = yield Pipeline(tuple(first))
     bank_row: BankEmbedder = results[1]
     bank_row.check(bank, request.embedding_model, dimension)
@@ -211,19 +203,7 @@ def small_retain_plan(request: RetainRequest, vectors: npt.NDArray[np.float32]) 
         Query(INSERT_UNIT, _unit_params(request, vectors, i), fetch="none") for i in range(len(units))
     ]
     if new_keys:
-        second.append(
-            Query(
-                UPSERT_ENTITIES,
-                {
-                    "bank": bank,
-                    "ids": [uuid7() for _ in new_keys],
-                    "names": [named.names[k] for k in new_keys],
-                    "keys": new_keys,
-                    "seen": [named.first_seen[k] for k in new_keys],
-                },
-                row_type=_EntityKey,
-            )
-        )
+        second.append(upsert_entities_query(bank, named, new_keys))
     if all_grams:  # after the upsert: this retain's new entities are known too
         second.append(Query(KNOWN_ENTITY_KEYS, {"bank": bank, "keys": all_grams}, row_type=_EntityKey))
     # An empty bank has no neighbours: the search finds none, no need to ask first.
