@@ -80,7 +80,7 @@ def _answer(arms: dict[str, list[dict[str, Any]] | BaseException]):  # type: ign
 
     def answer(query: Query) -> Any:
         text = statement_text(query)
-        if "seeds AS MATERIALIZED" in text:  # before "kterms": the graph seeds from keyword hits too
+        if "seeds AS MATERIALIZED" in text:
             return arms.get("graph_fallback" if "entity_hits" not in text else "graph", [])
         if "kterms" in text:
             return arms.get("keyword", [])
@@ -109,10 +109,12 @@ def test_recall_plan_fuses_the_recorded_arms_and_traces_every_stage() -> None:
     result, ops = run_recorded(
         recall_plan(_context(), "Where does Bob live?", RecallOptions(trace=True)), _answer(arms)
     )  # type: ignore[arg-type]
-    # keyword (weight 3) puts B first; every arm's first statement went out in one batch
+    # keyword (weight 3) puts B first; the arms' first statements went out in one batch, the
+    # graph arm's (seeded by their hits) in a second
     assert [m.id for m in result.memories] == [B, A, C]
-    first = next(op for op in ops if isinstance(op, Concurrently))
-    assert len(first.queries) == 3  # no window: no temporal statement
+    first, second = (op for op in ops if isinstance(op, Concurrently))
+    assert len(first.queries) == 2  # no window: no temporal statement
+    assert len(second.queries) == 1
     trace = result.trace
     assert trace is not None and trace.time_window_source == "none"
     assert [i for i, _ in trace.arms["semantic"]] == [A, B]
@@ -120,6 +122,7 @@ def test_recall_plan_fuses_the_recorded_arms_and_traces_every_stage() -> None:
         "query_embedding",
         "date_parsing",
         "arms",
+        "seeded_arms",
         "fusion",
         "hydrate",
         "rerank",

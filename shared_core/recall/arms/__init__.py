@@ -9,6 +9,10 @@ An arm is two steps around one shared round trip:
   statement raised) to the arm's ranked :class:`~shared_core.recall.fusion.ArmHit` list. It
   may run more statements (the graph arm's fallback on timeout, the temporal arm's spread).
 
+An arm that builds on other arms' results names them in ``needs``: it starts in a second round,
+once they have finished, and reads their ranked hits from ``query.prior`` (the graph arm seeds
+its spread from the semantic and keyword hits instead of searching for them again).
+
 Every arm reads the same typed :class:`ArmQuery`; arms whose rows are ``(id, score)`` read them
 as :class:`ScoredRow`. A new arm is a module here with an
 :data:`Arm` value, listed in :data:`ARMS` (and a name in :data:`shared_core.types.ArmName`).
@@ -16,7 +20,7 @@ as :class:`ScoredRow`. A new arm is a module here with an
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -31,7 +35,7 @@ from shared_core.recall.settings import RecallSettings
 from shared_core.recall.timing import Stopwatch
 from shared_core.storage.dimensions import Dimension
 from shared_core.storage.plan import Plan, Query
-from shared_core.types import FactType, TimeWindow
+from shared_core.types import ArmName, FactType, TimeWindow
 
 __all__ = ["Arm", "ArmQuery", "ArmResult", "ScoredRow", "ranked", "rows_or_raise", "tag_clause"]
 
@@ -66,7 +70,9 @@ class ArmQuery:
 
     ``n`` is the per-arm candidate budget; ``words`` / ``bigrams`` are the keyword terms;
     ``window`` the query's time window (parsed or given), if any; ``asks_when`` whether the
-    query asks when something happened (the temporal arm answers it without a window).
+    query asks when something happened (the temporal arm answers it without a window);
+    ``prior`` the ranked hits of the arms already finished (empty in the first round): what an
+    arm that ``needs`` them starts from.
     """
 
     bank: str
@@ -81,6 +87,7 @@ class ArmQuery:
     settings: RecallSettings
     filter: CompiledFilter = MATCH_ALL
     asks_when: bool = False
+    prior: Mapping[ArmName, Sequence[ArmHit]] = field(default_factory=dict)
 
     @property
     def where_sql(self) -> sql.Composable:
@@ -131,10 +138,13 @@ class Arm:
     """One retrieval arm: its first statement and the sub-plan that ranks its rows.
 
     ``finish`` receives the rows of ``start``'s statement, typed by that query's ``row_type``.
+    ``needs`` names the arms whose hits ``start`` reads from :attr:`ArmQuery.prior`: the arm
+    starts after them (they run even when not asked for, and need nothing themselves).
     """
 
     start: Callable[[ArmQuery], Query | None]
     finish: Callable[[ArmQuery, Sequence[Any] | BaseException, Stopwatch], Plan[ArmResult]]
+    needs: frozenset[ArmName] = frozenset()
 
 
 def rows_or_raise(result: Sequence[R] | BaseException) -> Sequence[R]:
