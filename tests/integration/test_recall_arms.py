@@ -482,6 +482,81 @@ def test_graph_arm_does_not_rerank_its_own_seeds(qeng: MemoryEngine, engine: Mem
     assert result.memories[0].id == ids[0]
 
 
+def test_the_graph_arm_alone_still_spreads_from_the_semantic_hits(
+    qeng: MemoryEngine, zorblax_bank: tuple[str, list[str]]
+) -> None:
+    """Asked for the graph arm only, recall still finds the seeds it spreads from (the
+    semantic arm runs) but reports and ranks the graph arm's hits alone."""
+    bank, ids = zorblax_bank
+    result = qeng.recall("What is the new job?", bank=bank, arms=["graph"], trace=True)
+    assert result.trace is not None
+    assert ids[1] in _ids(result.trace.arms["graph"])
+    assert result.trace.arms["semantic"] == [] and result.trace.arms["keyword"] == []
+    assert all(set(m.scores.arm_ranks) <= {"graph"} for m in result.memories if not m.below_threshold)
+
+
+def test_a_keyword_hit_seeds_the_graph_arm(qeng: MemoryEngine, engine: MemoryEngine) -> None:
+    """A memory only the keyword arm finds (orthogonal to the query vector) still seeds the
+    spread: its entity reaches a memory that shares no word and no direction with the query."""
+    bank = _bank("recall-kwseed")
+    ids = engine.retain(
+        [
+            MemoryItem(
+                text="The quokka survey was run by the Vellmar Institute.",
+                entities=["Vellmar Institute"],
+                embedding=vec(0.0, axis=130),
+            ),
+            MemoryItem(
+                text="Vellmar Institute moved to Perth last spring.",
+                entities=["Vellmar Institute"],
+                embedding=vec(0.0, axis=131),
+            ),
+            *[
+                MemoryItem(text=f"Unrelated entry {i}.", entities=[], embedding=vec(0.0, axis=140 + i))
+                for i in range(10)
+            ],
+        ],
+        bank=bank,
+    )
+    result = qeng.recall("quokka", bank=bank, trace=True)
+    assert result.trace is not None
+    assert _ids(result.trace.arms["semantic"]) == []
+    assert _ids(result.trace.arms["keyword"]) == [ids[0]]
+    assert ids[1] in _ids(result.trace.arms["graph"])
+
+
+def test_a_filtered_out_memory_does_not_seed_the_graph_arm(qeng: MemoryEngine, engine: MemoryEngine) -> None:
+    """The seeds obey the recall's filter: a memory the tags exclude spreads nothing, even to
+    a memory the tags keep."""
+    bank = _bank("recall-seedfilter")
+    ids = engine.retain(
+        [
+            MemoryItem(
+                text="Marisol Ebert joined Tarnwick Labs.",
+                entities=["Tarnwick Labs"],
+                embedding=vec(0.9, axis=150),
+                tags=["b"],
+            ),
+            MemoryItem(
+                text="Tarnwick Labs opened an office in Oslo.",
+                entities=["Tarnwick Labs"],
+                embedding=vec(0.0, axis=151),
+                tags=["a"],
+            ),
+            *[
+                MemoryItem(text=f"Filler record {i}.", entities=[], embedding=vec(0.0, axis=160 + i))
+                for i in range(10)
+            ],
+        ],
+        bank=bank,
+    )
+    unfiltered = qeng.recall("qqq", bank=bank, trace=True)
+    assert unfiltered.trace is not None and ids[1] in _ids(unfiltered.trace.arms["graph"])
+    filtered = qeng.recall("qqq", bank=bank, tags=["a"], tags_match="any_strict", trace=True)
+    assert filtered.trace is not None
+    assert _ids(filtered.trace.arms["graph"]) == []
+
+
 # --- tags ---------------------------------------------------------------------------------------
 
 TAGGED = {"untagged": (), "a": ("a",), "b": ("b",), "ab": ("a", "b"), "ac": ("a", "c"), "c": ("c",)}

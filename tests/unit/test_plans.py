@@ -149,6 +149,64 @@ def test_graph_timeout_falls_back_to_links_and_says_so() -> None:
     assert "graph_fallback" in result.trace.timings_ms
 
 
+def _graph_queries(ops: list[Any]) -> list[Query]:
+    return [
+        q
+        for op in ops
+        if isinstance(op, Concurrently)
+        for q in op.queries
+        if "seeds AS MATERIALIZED" in statement_text(q)
+    ]
+
+
+def test_the_graph_arm_starts_from_the_semantic_and_keyword_hits() -> None:
+    """Seeds: the semantic hits at or above the seed similarity (their links followed too)
+    and the keyword hits; the graph statement goes out once they are in, and its rows are the
+    arm's hits."""
+    arms = {
+        "semantic": [{"id": A, "score": 0.9}, {"id": B, "score": 0.2}],  # B: below the seed cut
+        "keyword": [{"id": B, "score": 3.0}],
+        "graph": [{"id": C, "score": 0.8}],
+    }
+    result, ops = run_recorded(
+        recall_plan(_context(graph_seed_min_similarity=0.3), "chess?", RecallOptions(trace=True)),
+        _answer(arms),
+    )  # type: ignore[arg-type]
+    (graph,) = _graph_queries(ops)
+    assert graph.params is not None
+    assert dict(zip(graph.params["seed_ids"], graph.params["seed_mass"], strict=True)) == {A: 1.0, B: 1.0}
+    assert graph.params["link_seeds"] == [A]
+    assert result.trace is not None
+    assert [i for i, _ in result.trace.arms["graph"]] == [C]
+    assert ops.index(next(op for op in ops if isinstance(op, Concurrently))) < ops.index(
+        next(op for op in ops if isinstance(op, Concurrently) and graph in op.queries)
+    )
+
+
+def test_the_graph_arm_alone_runs_its_seed_arms_without_reporting_them() -> None:
+    arms = {
+        "semantic": [{"id": A, "score": 0.9}],
+        "keyword": [{"id": B, "score": 3.0}],
+        "graph": [{"id": C, "score": 0.8}],
+    }
+    result, ops = run_recorded(
+        recall_plan(_context(), "chess?", RecallOptions(trace=True, arms=["graph"])), _answer(arms)
+    )  # type: ignore[arg-type]
+    assert _graph_queries(ops)
+    assert [m.id for m in result.memories] == [C]
+    assert result.trace is not None
+    assert result.trace.arms["semantic"] == [] and result.trace.arms["keyword"] == []
+
+
+def test_with_nothing_to_spread_from_the_graph_arm_sends_no_statement() -> None:
+    """No semantic seed, no keyword hit, no words that could name an entity."""
+    result, ops = run_recorded(
+        recall_plan(_context(), "???", RecallOptions(trace=True)), _answer({"semantic": []})
+    )  # type: ignore[arg-type]
+    assert _graph_queries(ops) == []
+    assert result.trace is not None and result.trace.arms["graph"] == []
+
+
 def test_temporal_arm_runs_with_a_window_and_spreads_along_links() -> None:
     window = TimeWindow(start=dt.datetime(2024, 5, 1), end=dt.datetime(2024, 5, 31))
     entry = {
