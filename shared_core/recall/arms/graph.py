@@ -15,8 +15,10 @@ from psycopg import sql
 from shared_core.extraction.entities import mention_keys
 from shared_core.recall.arms import Arm, ArmQuery, ArmResult, ScoredRow, rows_or_raise
 from shared_core.recall.fusion import ArmHit
+from shared_core.recall.settings import RecallSettings
 from shared_core.recall.timing import Stopwatch
 from shared_core.storage.plan import Concurrently, Plan, Query
+from shared_core.types import CAUSAL_LINK_TYPES
 
 __all__ = ["GRAPH", "graph_statement", "query_entity_keys", "restart_mass"]
 
@@ -41,6 +43,8 @@ restart AS MATERIALIZED (
 # and a small bank keeps its shared entities (no IDF that vanishes when N is small). A memory
 # never receives its own mass back (that is not evidence), and each entity reaches at most
 # %(per_entity)s memories (newest first: ids are time-ordered), so the statement stays bounded.
+# ``reach`` reads each entity's memories once, however many seeds gave it mass (joined with
+# entity_mass first, the planner read them once per seed-entity pair: twice as many scans).
 _GRAPH_ENTITY = sql.SQL("""
 entity_mass AS MATERIALIZED (
     SELECT ue.entity_id, r.id AS src, r.mass / count(*) OVER (PARTITION BY r.id) AS mass
@@ -54,27 +58,34 @@ spread AS MATERIALIZED (
     FROM (SELECT DISTINCT entity_id FROM entity_mass) m
     JOIN entities e ON e.bank_id = %(bank)s AND e.id = m.entity_id
 ),
-entity_hits AS (
-    SELECT t.unit_id, sum(m.mass / sp.degree) AS ew, 0::float8 AS sw, 0::float8 AS cw
+reach AS MATERIALIZED (
+    SELECT sp.entity_id, sp.degree, t.unit_id
     FROM spread sp
     CROSS JOIN LATERAL (
         SELECT ue.unit_id FROM unit_entities ue
         WHERE ue.bank_id = %(bank)s AND ue.entity_id = sp.entity_id
         ORDER BY ue.unit_id DESC
         LIMIT %(per_entity)s) t
-    JOIN entity_mass m ON m.entity_id = sp.entity_id AND m.src IS DISTINCT FROM t.unit_id
-    GROUP BY t.unit_id
+),
+entity_hits AS (
+    SELECT r.unit_id, sum(m.mass / r.degree) AS ew, 0::float8 AS sw, 0::float8 AS cw
+    FROM reach r
+    JOIN entity_mass m ON m.entity_id = r.entity_id AND m.src IS DISTINCT FROM r.unit_id
+    GROUP BY r.unit_id
 ),""")
 
+# The link types followed (%(link_types)s, see _followed_links) are an index condition of
+# memory_links_from / _to (bank_id, id, link_type, ...): the temporal links, most of a chat
+# bank's (60 of 88 per seed at 100k), are never fetched from the heap only to be filtered out.
 _GRAPH_LINKS = sql.SQL("""
 link_hits AS (
     SELECT l.to_id AS unit_id, l.link_type, l.weight FROM memory_links l JOIN seeds s
       ON l.from_id = s.id
-    WHERE l.bank_id = %(bank)s AND l.link_type <> 'temporal'
+    WHERE l.bank_id = %(bank)s AND l.link_type = ANY(%(link_types)s::text[])
       AND l.to_id NOT IN (SELECT id FROM seeds)
     UNION ALL
     SELECT l.from_id, l.link_type, l.weight FROM memory_links l JOIN seeds s ON l.to_id = s.id
-    WHERE l.bank_id = %(bank)s AND l.link_type <> 'temporal'
+    WHERE l.bank_id = %(bank)s AND l.link_type = ANY(%(link_types)s::text[])
       AND l.from_id NOT IN (SELECT id FROM seeds)
 ),
 link_scores AS (
@@ -104,9 +115,10 @@ def graph_statement(tags: sql.Composable, *, with_entities: bool) -> sql.Compose
     entities, restarted from the seed memories (``%(seed_ids)s`` with ``%(seed_mass)s``) and
     the entities the query names (``%(query_keys)s``), plus semantic links (weighted
     ``%(graph_sw)s``) and causal links (both directions) from the semantic seeds
-    (``%(link_seeds)s``); kept above ``%(graph_min)s``. Without entities (the fallback after a
-    timeout) only the links are followed. Tag and metadata filters (``tags``) apply to the
-    results here and reached the seeds through the arms that found them."""
+    (``%(link_seeds)s``; the types followed are ``%(link_types)s``); kept above
+    ``%(graph_min)s``. Without entities (the fallback after a timeout) only the links are
+    followed. Tag and metadata filters (``tags``) apply to the results here and reached the
+    seeds through the arms that found them."""
     parts: list[sql.Composable] = [sql.SQL("WITH "), _SEEDS, sql.SQL(",")]
     if with_entities:
         parts += [_RESTART, sql.SQL(","), _GRAPH_ENTITY]
@@ -151,6 +163,18 @@ def _seeds(q: ArmQuery) -> tuple[list[str], list[str]]:
     return semantic[: s.graph_seed_limit], keyword[: s.graph_keyword_seed_limit]
 
 
+def _followed_links(s: RecallSettings) -> list[str]:
+    """The link types the arm follows: causal links, and semantic links when they can move a
+    score (a factor of 0 makes them add 0; with a non-negative ``graph_min_score`` a memory
+    reached by them alone scores 0 and is not kept either way).
+
+    >>> _followed_links(RecallSettings(graph_semantic_link_factor=0.0))
+    ['causes', 'caused_by', 'enables', 'prevents']
+    """
+    semantic = s.graph_semantic_link_factor != 0 or s.graph_min_score < 0
+    return [*CAUSAL_LINK_TYPES, *(["semantic"] if semantic else [])]
+
+
 def _params(q: ArmQuery, semantic: list[str], keyword: list[str]) -> dict[str, Any]:
     s = q.settings
     mass = restart_mass(semantic, keyword)
@@ -158,6 +182,7 @@ def _params(q: ArmQuery, semantic: list[str], keyword: list[str]) -> dict[str, A
         seed_ids=list(mass),
         seed_mass=list(mass.values()),
         link_seeds=semantic,
+        link_types=_followed_links(s),
         per_entity=s.graph_per_entity_limit,
         graph_min=s.graph_min_score,
         graph_sw=s.graph_semantic_link_factor,
