@@ -191,9 +191,9 @@ def _search(
         names = [name for name, arm in ARMS.items() if name in running and bool(arm.needs) == seeded]
         prior = {name: result.hits for name, result in results.items()}
         results |= yield from _round(dataclasses.replace(aq, prior=prior), names, stage, watch)
-    for name, result in results.items():
-        if name in wanted:
-            notes.extend(result.notes)
+    for name in ARMS:
+        if name in wanted and name in results:
+            notes.extend(results[name].notes)
     return {a: results[a].hits if a in wanted and a in results else [] for a in ARM_NAMES}
 
 

@@ -14,7 +14,7 @@ import pytest
 from shared_core.config import EngineConfig
 from shared_core.models import Models
 from shared_core.recall.options import RecallOptions
-from shared_core.recall.pipeline import RecallContext, recall_plan
+from shared_core.recall.pipeline import ARMS, RecallContext, recall_plan
 from shared_core.recall.rerank import Reranker
 from shared_core.recall.settings import RecallSettings
 from shared_core.retain.flow import RetainContext, retain_flow
@@ -205,6 +205,12 @@ def test_with_nothing_to_spread_from_the_graph_arm_sends_no_statement() -> None:
     )  # type: ignore[arg-type]
     assert _graph_queries(ops) == []
     assert result.trace is not None and result.trace.arms["graph"] == []
+
+
+def test_the_arms_an_arm_needs_need_nothing_themselves() -> None:
+    """Recall runs arms in two rounds: an arm's needs must all finish in the first."""
+    assert any(arm.needs for arm in ARMS.values())
+    assert all(not ARMS[need].needs for arm in ARMS.values() for need in arm.needs)
 
 
 def test_temporal_arm_runs_with_a_window_and_spreads_along_links() -> None:
