@@ -90,10 +90,10 @@ _WINDOW_ROWS = sql.SQL("""(u.occurred_start BETWEEN %(wstart)s AND %(wend)s
 
 # A window holding few memories is ranked exactly (its rows found through the btrees of
 # _WINDOW_ROWS, every cosine computed, a top-N sort) instead of walking the HNSW graph past
-# the memories outside the window. Measured at 100k (bench bank, load ~9, statement alone): a
-# one-month window (~4,400 of 100,000 memories) walked ~1,500 rejected rows (15k buffers,
-# 75-110 ms) against ~4,300 heap pages and 45-65 ms exact; a three-month window (~13k rows)
-# is cheaper on the HNSW path (30-45 ms), which keeps it.
+# the memories outside the window. Measured at 100k (bench bank, statement alone, interleaved
+# with the former statement, load ~12.5): a one-month window (~4,400 of 100,000 memories) walked
+# ~1,500 rejected rows (15k buffers, 97-138 ms) against ~4,300 heap pages exact (61-81 ms); a
+# three-month window (~13k rows) is cheaper on the HNSW path (40-72 ms), which keeps it.
 # Which path runs is decided inside the statement, as in the semantic arm: ``few`` bounds the
 # window's rows by capped index-only counts, one per branch of _WINDOW_ROWS (at most half the cap
 # began in the window, at most half spans into it or was said in it; the branches overlap, so
