@@ -1,0 +1,179 @@
+"""The temporal arm's windowed entry statement: a window holding few memories is ranked exactly
+(btrees find its rows) instead of by an HNSW scan filtered to the window; a broad window keeps
+the HNSW scan. Either way the rows are those of the former statement (same ids, same cosine,
+same dates) on a bank where the HNSW scan is exact."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import numpy as np
+import psycopg
+import pytest
+from pgvector.psycopg import register_vector
+from psycopg import sql
+
+from shared_core import MemoryEngine, MemoryItem
+from shared_core.recall.arms import ArmQuery
+from shared_core.recall.arms.temporal import ENTRY_SETTINGS, TEMPORAL, temporal_entry_statement
+from shared_core.recall.settings import RecallSettings
+from shared_core.types import TimeWindow
+
+UTC = dt.UTC
+START = dt.datetime(2023, 1, 1, tzinfo=UTC)
+
+# The statement as it was before the exact path (main at b3660f1): the reference.
+_FORMER = """
+SELECT u.id::text AS id, 1 - ({vec} <=> {qvec}) AS similarity,
+       u.occurred_start, u.occurred_end, u.mentioned_at, u.date_grain
+FROM memory_units u
+WHERE u.bank_id = %(bank)s AND u.fact_type = ANY(%(types)s::text[]) AND {dims} AND {tags}
+  AND ((u.occurred_start IS NOT NULL AND u.occurred_start <= %(wend)s
+        AND coalesce(u.occurred_end, u.occurred_start) >= %(wstart)s)
+       OR u.mentioned_at BETWEEN %(wstart)s AND %(wend)s)
+ORDER BY {vec} <=> {qvec}
+LIMIT %(pool)s"""
+
+TOPICS = ["hiking in the alps", "a pottery class", "the quarterly budget", "a new puppy", "jazz concerts"]
+
+
+def _items() -> list[MemoryItem]:
+    """Memories a week apart over two years, of three kinds: dated by a single day, spanning a
+    month (some across a window's start), and only said at a time."""
+    items = []
+    for i in range(90):
+        day = START + dt.timedelta(days=8 * i, hours=i % 24)
+        kind = i % 3
+        items.append(
+            MemoryItem(
+                text=f"Note {i}: {TOPICS[i % len(TOPICS)]} with friend {i}.",
+                fact_type="experience" if i % 4 == 0 else "world",
+                occurred_start=day if kind < 2 else None,
+                occurred_end=day + dt.timedelta(days=30) if kind == 1 else None,
+                mentioned_at=day + dt.timedelta(days=2),
+                metadata={"team": "a" if i % 5 == 0 else "b"},
+            )
+        )
+    return items
+
+
+def _query(engine: MemoryEngine, bank: str, window: TimeWindow) -> ArmQuery:
+    return ArmQuery(
+        bank=bank,
+        vector=np.asarray(engine.embedder.embed_query("a walk in the mountains"), dtype=np.float32),
+        words=(),
+        bigrams=(),
+        types=("world", "experience"),
+        tags=None,
+        tags_match="any",
+        n=20,
+        window=window,
+        settings=RecallSettings(),
+    )
+
+
+def _rows(
+    engine: MemoryEngine, statement: sql.Composed, params: dict[str, Any]
+) -> dict[str, tuple[Any, ...]]:
+    with psycopg.connect(engine.dsn) as conn:
+        register_vector(conn)
+        for name, value in ENTRY_SETTINGS.items():
+            conn.execute("SELECT set_config(%s, %s, true)", (name, value))
+        rows = conn.execute(statement, params).fetchall()
+    return {str(r[0]): (float(r[1]), *r[2:]) for r in rows}
+
+
+WINDOWS = [
+    TimeWindow(start=dt.datetime(2023, 3, 1, tzinfo=UTC), end=dt.datetime(2023, 3, 31, 23, 59, tzinfo=UTC)),
+    TimeWindow(start=dt.datetime(2023, 6, 10, tzinfo=UTC), end=dt.datetime(2023, 6, 12, tzinfo=UTC)),
+    TimeWindow(start=dt.datetime(2023, 1, 1, tzinfo=UTC), end=dt.datetime(2024, 12, 31, tzinfo=UTC)),
+    TimeWindow(start=dt.datetime(2030, 1, 1, tzinfo=UTC), end=dt.datetime(2030, 2, 1, tzinfo=UTC)),
+]
+
+
+def _inside(item: MemoryItem, window: TimeWindow) -> bool:
+    said = item.mentioned_at is not None and window.start <= item.mentioned_at <= window.end
+    if item.occurred_start is None:
+        return said
+    end = item.occurred_end or item.occurred_start
+    return said or (item.occurred_start <= window.end and end >= window.start)
+
+
+def _truth(engine: MemoryEngine, bank: str, q: ArmQuery, window: TimeWindow, pool: int) -> dict[str, float]:
+    """The ``pool`` memories of the window most similar to the query, computed here."""
+    with psycopg.connect(engine.dsn) as conn:
+        register_vector(conn)
+        stored = conn.execute(
+            "SELECT id::text, fact_type, occurred_start, occurred_end, mentioned_at, embedding::vector"
+            " FROM memory_units WHERE bank_id = %s",
+            (bank,),
+        ).fetchall()
+    scored = [
+        (i, float(np.dot(v, q.vector) / (np.linalg.norm(v) * np.linalg.norm(q.vector))))
+        for i, ft, start, end, said, v in stored
+        if ft in q.types
+        and _inside(MemoryItem(text="-", occurred_start=start, occurred_end=end, mentioned_at=said), window)
+    ]
+    return dict(sorted(scored, key=lambda r: -r[1])[:pool])
+
+
+@pytest.mark.parametrize("pool", [5, 200])
+def test_both_paths_return_the_former_statements_rows(engine: MemoryEngine, bank: str, pool: int) -> None:
+    engine.retain(_items(), bank=bank, progress=False)
+    for window in WINDOWS:
+        q = _query(engine, bank, window)
+        params = q.params(wstart=window.start, wend=window.end, pool=pool)
+        former = sql.SQL(_FORMER).format(
+            vec=q.dimension.column, qvec=q.dimension.query(), dims=q.dimension.predicate, tags=q.where_sql
+        )
+        expected = _rows(engine, former, params)
+        exact = _rows(engine, temporal_entry_statement(q.where_sql, q.dimension), params)
+        ann = _rows(engine, temporal_entry_statement(q.where_sql, q.dimension, exact_max=0), params)
+        # The HNSW path is the former statement.
+        assert ann == expected
+        # The exact path returns the true top ``pool`` of the window. The former statement's HNSW
+        # scan may return fewer (the test database's index holds every test's banks, and the
+        # iterative scan stops at hnsw.max_scan_tuples), never others; a memory found by both
+        # scores the same and carries the same dates.
+        truth = _truth(engine, bank, q, window, pool)
+        assert exact.keys() == truth.keys(), window
+        assert all(exact[i][0] == pytest.approx(s, abs=1e-6) for i, s in truth.items())
+        assert expected.keys() <= exact.keys()
+        for key, row in expected.items():
+            assert exact[key][0] == pytest.approx(row[0], abs=1e-9)
+            assert exact[key][1:] == row[1:]
+        if pool <= 5:
+            assert exact.keys() == expected.keys()
+    assert len(expected) == 0  # the last window holds nothing
+
+
+def test_the_exact_path_finds_every_memory_in_the_window(engine: MemoryEngine, bank: str) -> None:
+    """Spans that began before the window, memories only said in it, and the window's edges."""
+    items = _items()
+    ids = engine.retain(items, bank=bank, progress=False)
+    window = WINDOWS[0]
+    q = _query(engine, bank, window)
+    rows = _rows(
+        engine,
+        temporal_entry_statement(q.where_sql, q.dimension),
+        q.params(wstart=window.start, wend=window.end, pool=1000),
+    )
+
+    expected = {ids[i] for i, item in enumerate(items) if item.fact_type in q.types and _inside(item, window)}
+    assert set(rows) == expected
+    spans_in = {
+        ids[i]
+        for i, item in enumerate(items)
+        if item.occurred_end is not None
+        and item.occurred_start is not None
+        and item.occurred_start < window.start
+    }
+    assert spans_in & expected  # the bank has spans that began before the window and reach into it
+
+
+def test_the_arm_runs_the_entry_statement_with_its_settings(engine: MemoryEngine) -> None:
+    query = TEMPORAL.start(_query(engine, "b", WINDOWS[0]))
+    assert query is not None
+    assert dict(query.settings) == ENTRY_SETTINGS
+    assert "few" in str(query.statement.as_string(None))  # type: ignore[union-attr]
