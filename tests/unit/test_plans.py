@@ -91,8 +91,11 @@ def _answer(arms: dict[str, list[dict[str, Any]] | BaseException]):  # type: ign
         if '"embedding"::vector(384)) <=>' in text:
             return arms.get("semantic", [])
         if "FROM memory_units u\nWHERE u.bank_id = %(bank)s AND u.id = ANY" in text:
+            # hydration (ranking fields) and details (returned memories): the columns the
+            # statement's row type reads
             wanted = {str(i) for i in query.params["ids"]}  # type: ignore[index]
-            return [r for i, r in STORED.items() if i in wanted]
+            columns = {f.name for f in dataclasses.fields(query.row_type)}  # type: ignore[arg-type]
+            return [{k: r[k] for k in columns} for i, r in STORED.items() if i in wanted]
         if "u.embedding <=>" in text:
             return arms.get("semantic", [])
         raise AssertionError(f"unexpected statement {text[:80]!r}")
