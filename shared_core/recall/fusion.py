@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any
 
 from shared_core.config import DEFAULT_RRF_K
 from shared_core.types import ARM_NAMES, ArmName
@@ -96,40 +97,45 @@ def reciprocal_rank_fusion(
     if limit is not None and limit < 0:
         raise ValueError(f"limit must be >= 0, got {limit}")
 
-    ranks: dict[str, dict[ArmName, int]] = {}
-    scores: dict[str, dict[ArmName, float]] = {}
-    rrf: dict[str, float] = {}
+    # One entry per document, [rrf, best rank, ranks, scores], built in one pass.
+    fused: dict[str, list[Any]] = {}
     proximity: dict[str, float | None] = {}
     # Canonical arm order (not the mapping's order) makes the floating-point sums, and so the
     # output, independent of how the caller built the mapping.
     for arm in ARM_NAMES:
+        hits = arms.get(arm)
+        if not hits:
+            continue
         weight = (weights or {}).get(arm, 1.0)
-        for position, hit in enumerate(arms.get(arm, ()), start=1):
+        temporal = arm == "temporal"
+        for position, hit in enumerate(hits, start=1):
             doc = hit.id
-            arm_ranks = ranks.get(doc)
-            if arm_ranks is None:
-                ranks[doc] = {arm: position}
-                scores[doc] = {arm: hit.score}
-                rrf[doc] = weight / (k + position)
-            elif arm in arm_ranks:  # duplicate inside one arm: the first copy has the best rank
+            entry = fused.get(doc)
+            if entry is None:
+                fused[doc] = [weight / (k + position), position, {arm: position}, {arm: hit.score}]
+            elif arm in entry[2]:  # duplicate inside one arm: the first copy has the best rank
                 continue
             else:
-                arm_ranks[arm] = position
-                scores[doc][arm] = hit.score
-                rrf[doc] += weight / (k + position)
-            if arm == "temporal":
+                entry[0] += weight / (k + position)
+                entry[2][arm] = position
+                entry[3][arm] = hit.score
+                if position < entry[1]:
+                    entry[1] = position
+            if temporal:
                 proximity[doc] = hit.temporal_proximity
 
-    order = sorted(rrf, key=lambda d: (-round(rrf[d], _RRF_SORT_DIGITS), min(ranks[d].values()), d))
+    order = sorted(
+        fused.items(), key=lambda item: (-round(item[1][0], _RRF_SORT_DIGITS), item[1][1], item[0])
+    )
     if limit is not None:
         order = order[:limit]
     return [
         FusedCandidate(
             id=d,
-            rrf=rrf[d],
-            ranks=MappingProxyType(ranks[d]),
-            arm_scores=MappingProxyType(scores[d]),
+            rrf=rrf,
+            ranks=MappingProxyType(ranks),
+            arm_scores=MappingProxyType(scores),
             temporal_proximity=proximity.get(d),
         )
-        for d in order
+        for d, (rrf, _, ranks, scores) in order
     ]

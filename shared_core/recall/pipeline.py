@@ -25,11 +25,18 @@ from shared_core.recall.boosts import BoostInput, apply_boosts, stated_time_matc
 from shared_core.recall.budget import chunk_fill, resolve_budget, token_cut
 from shared_core.recall.filters import compile_filter
 from shared_core.recall.fusion import ArmHit, FusedCandidate, reciprocal_rank_fusion
-from shared_core.recall.hydrate import MemoryRow, chunks_plan, fill_plan, hydrate_plan
+from shared_core.recall.hydrate import (
+    MemoryDetails,
+    MemoryRow,
+    chunks_plan,
+    details_plan,
+    fill_plan,
+    hydrate_plan,
+)
 from shared_core.recall.learned import CandidateSignals, LearnedScorer, QuerySignals
 from shared_core.recall.options import RecallOptions
 from shared_core.recall.query import bound_query, check_types
-from shared_core.recall.rerank import Reranker, format_document
+from shared_core.recall.rerank import Reranker, format_document, passthrough_scores
 from shared_core.recall.settings import RecallSettings
 from shared_core.recall.timing import Stopwatch
 from shared_core.storage.plan import Compute, Concurrently, Plan
@@ -123,9 +130,12 @@ def recall_plan(ctx: RecallContext, query: str, opts: RecallOptions) -> Plan[Rec
                     offset=len(cut),
                 )
             relevance = list(scored)
+        with watch.stage("fill_details"):
+            extra_details = yield from details_plan(opts.bank, [r.id for r in extra])
         memories += [
-            _memory(row, 0.0, ScoreBreakdown(), below_threshold=True, relevance=rel)
+            _memory(row, details, 0.0, ScoreBreakdown(), below_threshold=True, relevance=rel)
             for row, rel in zip(extra, relevance, strict=True)
+            if (details := extra_details.get(row.id)) is not None
         ]
         extra_rows = extra
         if extra:
@@ -246,15 +256,20 @@ def _rank(
             else token_cut([rows[s.id].text for s in scored], opts.max_tokens, ctx.counter)
         )
         relevance_by_id = {} if ctx.reranker.is_passthrough else {s.id: s.reranker for s in scored[:kept]}
-        memories = [
-            _memory(
-                rows[s.id],
-                s.final,
-                s.breakdown(fused_by_id[s.id], reranker_raw=raw_by_id.get(s.id)),
-                relevance=relevance_by_id.get(s.id),
-            )
-            for s in scored[:kept]
-        ]
+    with watch.stage("details"):
+        details = yield from details_plan(opts.bank, [s.id for s in scored[:kept]])
+    # A memory deleted since hydration (another transaction) has no details: it is gone.
+    memories = [
+        _memory(
+            rows[s.id],
+            found,
+            s.final,
+            s.breakdown(fused_by_id[s.id], reranker_raw=raw_by_id.get(s.id)),
+            relevance=relevance_by_id.get(s.id),
+        )
+        for s in scored[:kept]
+        if (found := details.get(s.id)) is not None
+    ]
     ranked = [rows[s.id] for s in scored]
     return memories, ranked, [(c.id, s) for c, s in zip(cut, normalised, strict=True)]
 
@@ -282,6 +297,8 @@ def _score(
             ),
         )
         return None, normalised
+    if ctx.reranker.is_passthrough:  # rank-seeded scores: no document strings to build
+        return None, passthrough_scores(len(candidates))
     # The date a cross-encoder sees is when the memory happened, never when it was stored or
     # said (the ingest time would read as an event date).
     documents = [
@@ -312,6 +329,7 @@ def _chunks(
 
 def _memory(
     row: MemoryRow,
+    details: MemoryDetails,
     score: float,
     scores: ScoreBreakdown,
     *,
@@ -327,13 +345,13 @@ def _memory(
         occurred_start=row.occurred_start,
         occurred_end=row.occurred_end,
         mentioned_at=row.mentioned_at,
-        tags=tuple(row.tags),
-        metadata=row.metadata,
+        tags=tuple(details.tags),
+        metadata=details.metadata,
         document_id=row.document_id,
         chunk_id=row.chunk_id,
-        piece=row.piece,
-        pieces=row.pieces,
-        entities=tuple(row.entities),
+        piece=details.piece,
+        pieces=details.pieces,
+        entities=tuple(details.entities),
         scores=scores,
         similarity=float(row.similarity) if row.similarity is not None else 0.0,
         below_threshold=below_threshold,

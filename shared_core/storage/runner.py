@@ -22,14 +22,21 @@ __all__ = ["run_async", "run_sync"]
 
 T = TypeVar("T")
 
-_SET_CONFIG = sql.SQL("SELECT set_config({name}, {value}, true)")
+_SET_CONFIG = sql.SQL("set_config({name}, {value}, true)")
 
 
 def _setting_statements(query: Query) -> list[sql.Composed]:
+    """The statements applying ``query``'s settings: none, or one ``SELECT`` of every
+    ``set_config`` (one round trip, not one per setting)."""
     items = dict(query.settings)
     if query.timeout_ms is not None:
         items["statement_timeout"] = str(int(query.timeout_ms))
-    return [_SET_CONFIG.format(name=sql.Literal(k), value=sql.Literal(v)) for k, v in items.items()]
+    if not items:
+        return []
+    calls = sql.SQL(", ").join(
+        _SET_CONFIG.format(name=sql.Literal(k), value=sql.Literal(v)) for k, v in items.items()
+    )
+    return [sql.SQL("SELECT ") + calls]
 
 
 def _row_factory(query: Query) -> RowFactory[Any]:

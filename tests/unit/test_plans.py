@@ -91,8 +91,11 @@ def _answer(arms: dict[str, list[dict[str, Any]] | BaseException]):  # type: ign
         if '"embedding"::vector(384)) <=>' in text:
             return arms.get("semantic", [])
         if "FROM memory_units u\nWHERE u.bank_id = %(bank)s AND u.id = ANY" in text:
+            # hydration (ranking fields) and details (returned memories): the columns the
+            # statement's row type reads
             wanted = {str(i) for i in query.params["ids"]}  # type: ignore[index]
-            return [r for i, r in STORED.items() if i in wanted]
+            columns = {f.name for f in dataclasses.fields(query.row_type)}  # type: ignore[arg-type]
+            return [{k: r[k] for k in columns} for i, r in STORED.items() if i in wanted]
         if "u.embedding <=>" in text:
             return arms.get("semantic", [])
         raise AssertionError(f"unexpected statement {text[:80]!r}")
@@ -332,3 +335,44 @@ def test_a_real_tiny_cross_encoder_gets_the_cross_encoder_profile(tiny_cross_enc
     assert dict(result.trace.fusion)[C] == 1 / 61
     assert all(m.scores.reranker_raw is not None for m in result.memories)
     assert {m.scores.recency_boost for m in result.memories} == {1.1}
+
+
+def test_details_are_read_for_the_returned_memories_only() -> None:
+    """Tags, metadata, document pieces and entity names cost a JSON parse and an entity lookup
+    per row: they are read for what the token cut keeps, not for every fused candidate."""
+    saved = dict(STORED)
+    STORED[A] = _row(A, "Alice works at Google.", tags=["work"], metadata={"src": "hr"}, entities=["Alice"])
+    STORED[B] = _row(
+        B, "Bob lives in Paris.", document_id="doc", piece=1, pieces=2, entities=["Bob", "Paris"]
+    )
+    try:
+        arms = {
+            "semantic": [{"id": A, "score": 0.9}, {"id": B, "score": 0.5}],
+            "keyword": [{"id": B, "score": 3.0}],
+            "graph": [{"id": C, "score": 0.8}],
+        }
+        # 6 tokens: "Bob lives in Paris." fits, Alice's memory does not
+        result, ops = run_recorded(
+            recall_plan(_context(), "Where does Bob live?", RecallOptions(max_tokens=6, trace=True)),
+            _answer(arms),
+        )  # type: ignore[arg-type]
+        hydrations = [op for op in ops if isinstance(op, Query) and "u.id = ANY" in statement_text(op)]
+        assert [sorted(op.params["ids"]) for op in hydrations] == [[A, B, C], [B]]  # type: ignore[index]
+        (bob,) = result.memories
+        assert (bob.id, bob.entities, bob.document_id, bob.piece, bob.pieces) == (
+            B,
+            ("Bob", "Paris"),
+            "doc",
+            1,
+            2,
+        )
+        assert result.trace is not None and "details" in result.trace.timings_ms
+        # with room for all: each memory carries its own details
+        full, _ = run_recorded(
+            recall_plan(_context(), "Where does Bob live?", RecallOptions(trace=True)), _answer(arms)
+        )  # type: ignore[arg-type]
+        alice = next(m for m in full.memories if m.id == A)
+        assert (alice.tags, dict(alice.metadata), alice.entities) == (("work",), {"src": "hr"}, ("Alice",))
+    finally:
+        STORED.clear()
+        STORED.update(saved)
