@@ -59,6 +59,24 @@ def _iso(value: dt.datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
 
 
+_STORED_VECTORS = """
+SELECT id::text AS id, embedding FROM memory_units WHERE bank_id = %(bank)s AND id = ANY(%(ids)s::uuid[])"""
+
+
+def _stored_vectors(dsn: str, bank: str, ids: Sequence[str]) -> dict[str, np.ndarray[Any, Any]]:
+    """The memories' stored vectors, unit length: what recall's cosine is computed with (with
+    conversation context a memory's vector leans towards its predecessor's, so it is not the
+    embedding of its text alone)."""
+    with psycopg.connect(dsn, row_factory=dict_row) as conn:
+        register_vector(conn)
+        rows = conn.execute(_STORED_VECTORS, {"bank": bank, "ids": list(ids)}).fetchall()
+    out = {}
+    for r in rows:
+        v = np.asarray(r["embedding"], dtype=np.float64)
+        out[r["id"]] = v / max(float(np.linalg.norm(v)), 1e-12)
+    return out
+
+
 def _hydrate(dsn: str, bank: str, ids: Sequence[str], dimension: int) -> dict[str, dict[str, Any]]:
     """Every retained memory of the bank, by id (text, dates, entities, dia_id)."""
     probe = np.zeros(dimension, dtype=np.float32)
@@ -91,6 +109,7 @@ def extract_conversation(
     assert system.bank is not None and system.query_time is not None
     memories = _hydrate(system.engine.dsn, system.bank, system._retained[system.bank], cache.dimension)
     text_vec = {mid: np.asarray(cache.get(m["text"]), dtype=np.float32) for mid, m in memories.items()}
+    stored_vec = _stored_vectors(system.engine.dsn, system.bank, list(memories))
     questions = []
     for q in conv.questions:
         result = system.engine.recall(
@@ -120,6 +139,9 @@ def extract_conversation(
                     "ranks": {a: r for a, (r, _) in found.items()},
                     "scores": {a: s for a, (_, s) in found.items()},
                     "cosine": float(qvec @ text_vec[mid]),
+                    # what recall's hydrate computes (the learned reranker's cosine at run time)
+                    "similarity": float(qvec.astype(np.float64) @ stored_vec[mid])
+                    / max(float(np.linalg.norm(qvec)), 1e-12),
                 }
             )
         window = trace.time_window
@@ -142,6 +164,8 @@ def extract_conversation(
         "query_time": conv.query_time.isoformat(),
         "memories": memories,
         "questions": questions,
+        # popped by main() into a .npz beside the JSON (feature experiments)
+        "_vectors": stored_vec,
     }
 
 
@@ -199,8 +223,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             block = extract_conversation(system, conv, cache, args.dataset)
             path = data_file(args.data_dir, args.dataset, conv.index)
             path.parent.mkdir(parents=True, exist_ok=True)
-            with gzip.open(path, "wt", encoding="utf-8") as fh:
+            vectors = block.pop("_vectors")
+            np.savez_compressed(
+                path.with_name(path.name.replace(".json.gz", ".vectors.npz")),
+                ids=np.asarray(list(vectors)),
+                vectors=np.stack(list(vectors.values())).astype(np.float32),
+            )
+            # written whole or not at all: an interrupted run leaves no truncated file that
+            # the next run would skip as extracted
+            partial = path.with_name(path.name + ".partial")
+            with gzip.open(partial, "wt", encoding="utf-8") as fh:
                 json.dump(block, fh)
+            partial.replace(path)
             n_rows = sum(len(q["candidates"]) for q in block["questions"])
             print(
                 f"{args.dataset} {conv.index}: {len(block['questions'])} questions, "

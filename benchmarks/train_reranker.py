@@ -117,7 +117,10 @@ def questions_of(block: dict[str, Any]) -> list[QuestionData]:
                     rrf=c["rrf"],
                     ranks=c["ranks"],
                     arm_scores=c["scores"],
-                    cosine=c["cosine"],
+                    # the cosine recall computes at run time (with the memory's stored vector,
+                    # which conversation context leans towards its predecessor's); older traces
+                    # only hold the cosine with the memory's own text
+                    cosine=c.get("similarity", c["cosine"]),
                     text=m["text"],
                     occurred_start=_dt(m["occurred_start"]),
                     occurred_end=_dt(m["occurred_end"]),
@@ -329,7 +332,7 @@ def scoring_ms(block: dict[str, Any], scorer: LearnedScorer, repeat: int = 20) -
             rrf=c["rrf"],
             ranks=c["ranks"],
             arm_scores=c["scores"],
-            cosine=c["cosine"],
+            cosine=c.get("similarity", c["cosine"]),
             text=memories[c["id"]]["text"],
             mentioned_at=_dt(memories[c["id"]]["mentioned_at"]),
         )
