@@ -65,6 +65,7 @@ sys.path.insert(0, str(HERE))
 from _locomo import DEFAULT_DATA_PATH  # noqa: E402
 from _plain import data_root, describe, plain_insert_one, plain_load, plain_table  # noqa: E402
 from _report import publish  # noqa: E402
+from _timing import timed_calls  # noqa: E402
 
 from shared_core.text import MONTH_NAMES  # noqa: E402
 
@@ -337,44 +338,35 @@ def document_worker(megabytes: float, dsn: str) -> dict[str, Any]:
     from shared_core import MemoryEngine
     from shared_core.types import MemoryItem
 
-    stages: dict[str, float] = {}
-
-    def timed(name: str, fn: Any) -> Any:
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            t0 = time.perf_counter()
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                stages[name] = stages.get(name, 0.0) + time.perf_counter() - t0
-
-        return wrapper
-
-    flow.prepare_units = timed("split_s", flow.prepare_units)  # type: ignore[assignment]
-    flow.index_contexts = timed("context_s", flow.index_contexts)  # type: ignore[assignment]
-    flow.merge_vectors = timed("embedding_s", flow.merge_vectors)  # type: ignore[assignment]
-    flow.extract = timed("extraction_s", flow.extract)  # type: ignore[assignment]
-    flow.prepare_retain = timed("prepare_total_s", flow.prepare_retain)  # type: ignore[assignment]
     text = prose_document(int(megabytes * 1_000_000))
-    with MemoryEngine(dsn) as engine:
+    stages = {
+        (flow, "prepare_units"): "split_s",
+        (flow, "index_contexts"): "context_s",
+        (flow, "merge_vectors"): "embedding_s",
+        (flow, "extract"): "extraction_s",
+        (flow, "prepare_retain"): "prepare_total_s",
+    }
+    with MemoryEngine(dsn) as engine, timed_calls(stages) as timings:
         engine.retain(
             [MemoryItem(text="Warm-up: Amara Okafor moved to Lisbon in May 2020.")],
             bank="retain-warmup-document",
             progress=False,
         )
-        stages.clear()
+        timings.clear()
         started = time.perf_counter()
         ids = engine.retain(
             [MemoryItem(text=text)], bank="retain-document", document_id="doc-1", progress=False
         )
         seconds = time.perf_counter() - started
         stats = engine.stats("retain-document")
-    prepare = stages.pop("prepare_total_s", 0.0)
+    seconds_of = {k: sum(v) / 1e3 for k, v in timings.items()}
+    prepare = seconds_of.pop("prepare_total_s", 0.0)
     return {
         "mode": "document",
         "bytes": len(text.encode()),
         "units": len(ids),
         "seconds": round(seconds, 2),
-        "stages_s": {k: round(v, 2) for k, v in stages.items()}
+        "stages_s": {k: round(v, 2) for k, v in seconds_of.items()}
         | {"links_and_sql_s": round(seconds - prepare, 2)},
         "bank": {"memories": stats.memories, "entities": stats.entities, "links": dict(stats.links_by_type)},
         "peak_rss_mb": round(peak_rss_mb(), 0),

@@ -25,8 +25,6 @@ import os
 import statistics
 import sys
 import time
-from collections import defaultdict
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +37,7 @@ import numpy as np
 from _corpus import CORPUS_VERSION, make_corpus
 from _plain import plain_load, plain_table
 from _report import write_json
+from _timing import timed_calls
 
 TURNS = (
     'Alice said, "I finally went hiking near Denver with Bob last Saturday."',
@@ -62,93 +61,112 @@ def _describe(ms: list[float]) -> dict[str, float]:
     }
 
 
-@contextlib.contextmanager
-def profiled() -> Iterator[dict[str, list[float]]]:
-    """Time each statement / COPY the sync runner executes, and retain's CPU stages."""
+def _head(statement: Any) -> str:
+    text = statement if isinstance(statement, str) else repr(statement)
+    return " ".join(text.split())[:60]
+
+
+def profiled() -> contextlib.AbstractContextManager[dict[str, list[float]]]:
+    """Time each statement / pipeline / COPY / commit the sync runner sends, and retain's CPU
+    stages (``_timing.timed_calls``)."""
     import psycopg
 
+    from shared_core.retain import extract as extract_module
     from shared_core.retain import flow
     from shared_core.storage import runner
 
-    stages: dict[str, list[float]] = defaultdict(list)
-    exec_sync, copy_sync, prepare = runner._exec_sync, runner._copy_sync, flow.prepare_retain
-    pipeline_sync = runner._pipeline_sync
-    commit = psycopg.Connection.commit
+    def pipeline_label(conn: Any, op: Any) -> str:
+        heads = ", ".join(_head(q.statement)[:18] for q in op.queries)
+        return f"pipeline: {heads}"[:100]
 
-    def timed_commit(self: Any) -> None:
-        t0 = time.perf_counter()
-        try:
-            commit(self)
-        finally:
-            stages["sql COMMIT"].append((time.perf_counter() - t0) * 1e3)
+    return timed_calls(
+        {
+            (runner, "_exec_sync"): lambda conn, query: "sql " + _head(query.statement),
+            (runner, "_copy_sync"): lambda conn, op: "copy " + _head(op.statement),
+            (runner, "_pipeline_sync"): pipeline_label,
+            (psycopg.Connection, "commit"): "sql COMMIT",
+            (flow, "prepare_retain"): "cpu prepare_retain (validate, context, extraction)",
+            (extract_module, "_with_dates"): "cpu   dates (Duckling, pre-checked)",
+            (extract_module, "_entities"): "cpu   entities (spaCy NER, in-batch resolution)",
+            (flow, "index_contexts"): "cpu   conversation context",
+            (runner, "_setting_statements"): "cpu   setting statements",
+        }
+    )
 
-    def timed_pipeline(conn: Any, op: Any) -> Any:
-        t0 = time.perf_counter()
-        try:
-            return pipeline_sync(conn, op)
-        finally:
-            heads = ", ".join(key(q.statement)[:18] for q in op.queries)
-            stages[f"pipeline: {heads}"[:100]].append((time.perf_counter() - t0) * 1e3)
 
-    def key(statement: Any) -> str:
-        text = statement if isinstance(statement, str) else repr(statement)
-        return " ".join(text.split())[:60]
+# A unit row as the small path writes it, reduced to the columns an index reads.
+_INDEX_PROBE_INSERT = """
+INSERT INTO memory_units (bank_id, id, text, embedding, fact_type, mentioned_at, search_vector)
+VALUES (%(bank)s, %(id)s, %(text)s, %(embedding)s, 'world', now(), to_tsvector('english', %(text)s))"""
 
-    def timed_exec(conn: Any, query: Any) -> Any:
-        t0 = time.perf_counter()
-        try:
-            return exec_sync(conn, query)
-        finally:
-            stages["sql " + key(query.statement)].append((time.perf_counter() - t0) * 1e3)
 
-    def timed_copy(conn: Any, op: Any) -> Any:
-        t0 = time.perf_counter()
-        try:
-            return copy_sync(conn, op)
-        finally:
-            stages["copy " + key(op.statement)].append((time.perf_counter() - t0) * 1e3)
+class _RollBack(Exception):
+    pass
 
-    def timed_prepare(*args: Any) -> Any:
-        t0 = time.perf_counter()
-        try:
-            return prepare(*args)
-        finally:
-            stages["cpu prepare_retain (validate, context, extraction)"].append(
-                (time.perf_counter() - t0) * 1e3
+
+def index_costs(dsn: str, bank: str, vectors: Any, rounds: int, *, plain: str) -> dict[str, dict[str, float]]:
+    """One unit ``INSERT`` (a world fact) into ``bank``, timed with every index of
+    ``memory_units`` and with some dropped, and one row into the ``plain`` table (one HNSW
+    index); each variant runs in its own transaction, rolled back, so nothing changes; rounds
+    alternate the variants so load drifts hit all alike. Statement time only: no commit."""
+    import uuid
+
+    import psycopg
+    from pgvector.psycopg import register_vector
+    from psycopg import sql
+
+    rng = np.random.default_rng(11)
+    with psycopg.connect(dsn) as conn:
+        register_vector(conn)
+        hnsw = [
+            name
+            for (name,) in conn.execute(
+                "SELECT indexname FROM pg_indexes WHERE tablename = 'memory_units'"
+                " AND indexdef LIKE '%%USING hnsw%%' ORDER BY indexname"
             )
-
-    def timed(name: str, fn: Any) -> Any:
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            t0 = time.perf_counter()
+        ]
+        gin = [
+            name
+            for (name,) in conn.execute(
+                "SELECT indexname FROM pg_indexes WHERE tablename = 'memory_units'"
+                " AND indexdef LIKE '%%USING gin%%' ORDER BY indexname"
+            )
+        ]
+        variants: dict[str, list[str]] = {"every index": []}
+        variants |= {f"without {name}": [name] for name in hnsw}
+        variants |= {"without any HNSW index": hnsw, "without the GIN indexes": gin}
+        ms: dict[str, list[float]] = {name: [] for name in variants}
+        ms["plain table, one HNSW index"] = []
+        plain_insert = sql.SQL("INSERT INTO {} (id, embedding) VALUES (%s, %s)").format(sql.Identifier(plain))
+        for r in range(rounds):
             try:
-                return fn(*args, **kwargs)
-            finally:
-                stages[name].append((time.perf_counter() - t0) * 1e3)
-
-        return wrapper
-
-    from shared_core.retain import extract as extract_module
-
-    cpu = {
-        (extract_module, "_with_dates"): "cpu   dates (Duckling, pre-checked)",
-        (extract_module, "_entities"): "cpu   entities (spaCy NER, in-batch resolution)",
-        (flow, "index_contexts"): "cpu   conversation context",
-        (runner, "_setting_statements"): "cpu   setting statements",
-    }
-    saved = {target: getattr(*target) for target in cpu}
-    for (module, name), label in cpu.items():
-        setattr(module, name, timed(label, saved[(module, name)]))
-    runner._exec_sync, runner._copy_sync, flow.prepare_retain = timed_exec, timed_copy, timed_prepare
-    runner._pipeline_sync = timed_pipeline
-    psycopg.Connection.commit = timed_commit  # type: ignore[method-assign]
-    try:
-        yield stages
-    finally:
-        runner._exec_sync, runner._copy_sync, flow.prepare_retain = exec_sync, copy_sync, prepare
-        runner._pipeline_sync = pipeline_sync
-        psycopg.Connection.commit = commit  # type: ignore[method-assign]
-        for (module, name), fn in saved.items():
-            setattr(module, name, fn)
+                with conn.transaction():
+                    vector = vectors[rng.integers(len(vectors))] + rng.normal(0, 0.02, vectors.shape[1])
+                    t0 = time.perf_counter()
+                    conn.execute(plain_insert, (-1 - r, vector.astype(np.float32)))
+                    ms["plain table, one HNSW index"].append((time.perf_counter() - t0) * 1e3)
+                    raise _RollBack
+            except _RollBack:
+                pass
+            for name, drops in variants.items():
+                vector = vectors[rng.integers(len(vectors))] + rng.normal(0, 0.02, vectors.shape[1])
+                try:
+                    with conn.transaction():
+                        for index in drops:
+                            conn.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(index)))
+                        params = {
+                            "bank": bank,
+                            "id": uuid.uuid4(),
+                            "text": TURNS[0],
+                            "embedding": vector.astype(np.float32),
+                        }
+                        t0 = time.perf_counter()
+                        conn.execute(_INDEX_PROBE_INSERT, params)
+                        ms[name].append((time.perf_counter() - t0) * 1e3)
+                        raise _RollBack
+                except _RollBack:
+                    pass
+    return {name: _describe(values) for name, values in ms.items()}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -158,13 +176,30 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--profile", action="store_true")
     p.add_argument("--no-extraction", action="store_true", help="diagnosis: spaCy and Duckling off")
     p.add_argument(
+        "--index-costs",
+        type=int,
+        default=0,
+        metavar="ROUNDS",
+        help="diagnosis: also time one unit INSERT with each HNSW index (and the GIN indexes) "
+        "dropped in a rolled-back transaction, ROUNDS rounds",
+    )
+    p.add_argument(
         "--compare-batch",
         action="store_true",
         help="also retain each turn through the batch plan (staging table, COPY), alternating",
     )
     p.add_argument("--out", type=Path, default=None)
     p.add_argument(
-        "--data-dir", type=Path, default=None, help="embedded server data dir (default: $XDG_DATA_HOME's)"
+        "--bank",
+        default=None,
+        help="bank to retain into (default bench-single-v<corpus>-<size>; the 100k bench copy "
+        "holds bench-latency-v<corpus>-<size>)",
+    )
+    p.add_argument(
+        "--data-dir",
+        type=Path,
+        default=os.environ.get("HINDSIGHT_BENCH_PGDATA") or None,
+        help="embedded server data dir (default $HINDSIGHT_BENCH_PGDATA, else $XDG_DATA_HOME's)",
     )
     args = p.parse_args(argv)
 
@@ -188,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     loader = MemoryEngine(data_dir=data_dir, config=EngineConfig(extract_entities=False, extract_dates=False))
     try:
         corpus = make_corpus(args.size)
-        bank = f"bench-single-v{CORPUS_VERSION}-{args.size}"
+        bank = args.bank or f"bench-single-v{CORPUS_VERSION}-{args.size}"
         report["load"] = ensure_bank(loader, corpus, bank)
         vectors = corpus.vectors
         n = len(vectors)
@@ -237,6 +272,10 @@ def main(argv: list[str] | None = None) -> int:
                             flow.is_small = is_small
             engine.delete(ids, bank=bank)
             plain_conn.close()
+            if args.index_costs:
+                report["index_costs_ms"] = index_costs(
+                    loader.dsn, bank, vectors, args.index_costs, plain=table
+                )
         report["ours_ms"] = _describe(ours)
         report["plain_insert_ms"] = _describe(plain)
         report["ratio_p50"] = round(report["ours_ms"]["p50"] / report["plain_insert_ms"]["p50"], 2)
@@ -254,7 +293,11 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         loader.close()
     for k, v in report.items():
-        if k == "profile_ms":
+        if k == "index_costs_ms":
+            print("one unit INSERT, statement only (p50 ms):")
+            for name, st in v.items():
+                print(f"  {st['p50']:8.2f}  {name}")
+        elif k == "profile_ms":
             print("profile (median ms, calls per retain):")
             for name, st in sorted(v.items(), key=lambda kv: -kv[1]["p50"] * kv[1]["per_retain"]):
                 print(f"  {st['p50']:8.2f} x{st['per_retain']:<4} {name}")
