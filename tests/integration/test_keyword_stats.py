@@ -418,7 +418,7 @@ def test_bm25_statement_matches_the_plain_formulation(plain: MemoryEngine) -> No
         "bm25_context_weight": s.bm25_context_weight,
     }
     reference = sql.Composed(
-        [sql.SQL("WITH "), keyword._KEYWORD_QUERY, keyword._BM25_LEXEMES, sql.SQL(_PLAIN_BM25)]  # type: ignore[arg-type]
+        [sql.SQL("WITH "), keyword._KEYWORD_QUERY, keyword._BM25_LEXEMES, sql.SQL(_PLAIN_BM25)]
     )
     statement = keyword.keyword_statement(sql.SQL("TRUE"), "bm25")
     with psycopg.connect(plain.dsn) as conn:
