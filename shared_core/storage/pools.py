@@ -29,10 +29,18 @@ __all__ = ["Pools"]
 
 T = TypeVar("T")
 
+# plan_cache_mode: psycopg prepares a statement from its fifth run on a connection, and after
+# five more runs Postgres may switch a prepared statement to a generic plan, planned without
+# the parameters' values. For recall's statements that plan is worse: the keyword arm's,
+# not knowing the bank's share of the table, ANDs a bitmap of every row of the bank (100,000
+# at 100k) with the full-text match; measured at 100k (bench bank, 60 statements
+# interleaved, load 11): keyword statement p50 39 ms generic vs 20 ms custom, the other
+# recall statements within noise, rows identical. Custom plans keep psycopg's parse-once.
 _SESSION_SETTINGS = sql.SQL(
     "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', false), "
     "set_config('hnsw.ef_search', {ef}, false), "
-    "set_config('hnsw.max_scan_tuples', {tuples}, false)"
+    "set_config('hnsw.max_scan_tuples', {tuples}, false), "
+    "set_config('plan_cache_mode', 'force_custom_plan', false)"
 )
 _CONCURRENT_WORKERS = 4
 

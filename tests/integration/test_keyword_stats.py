@@ -361,3 +361,76 @@ def test_a_term_in_most_of_a_small_bank_is_dropped(plain: MemoryEngine) -> None:
     paris = _with(plain).recall("Paris", bank=bank, trace=True)
     assert paris.trace is not None
     assert [i for i, _ in paris.trace.arms["keyword"]] == [ids[2]]  # in one memory: kept
+
+
+# The BM25 score as first written: every lexeme of the memory unnested and filtered, the stored
+# search vector read at each use. The arm's statement computes it more cheaply; the two must
+# agree to the last bit (same terms, summed in the same order).
+_PLAIN_BM25 = """
+SELECT u.id::text AS id, (
+        SELECT coalesce(sum(kl.idf[array_position(kl.lex, x.lexeme)] * x.tf * (%(bm25_k1)s + 1)
+                            / (x.tf + %(bm25_k1)s * (1 - %(bm25_b)s + %(bm25_b)s
+                                  * length(u.search_vector) / kl.avgdl))), 0)
+        FROM (SELECT v.lexeme,
+                     coalesce((SELECT sum(CASE WHEN w = 'D' THEN %(bm25_context_weight)s ELSE 1 END)
+                               FROM unnest(v.weights) w), 1) AS tf
+              FROM unnest(u.search_vector) v WHERE v.lexeme = ANY(kl.lex)) x
+        WHERE x.tf > 0) AS score
+FROM memory_units u, kq, klex kl
+WHERE u.bank_id = %(bank)s AND u.fact_type = ANY(%(types)s::text[]) AND u.search_vector @@ kq.q
+ORDER BY score DESC, u.id DESC
+LIMIT %(keyword_n)s"""
+
+
+def test_bm25_statement_matches_the_plain_formulation(plain: MemoryEngine) -> None:
+    from psycopg import sql
+
+    from shared_core.recall.arms import keyword
+
+    bank = _bank("bm25-same")
+    words = ["heron", "pond", "frog", "lily", "otter", "river", "stone", "basil"]
+    # Two conversations (documents): each turn gets its predecessor as index context (weight
+    # 'D'), so context-weighted term frequencies are compared too; contexts add weight 'B'.
+    items = [
+        MemoryItem(
+            text=" ".join(words[(i * j + k) % len(words)] for k in range(1 + i % 5)) + f" turn {i}.",
+            context="by the pond" if i % 3 == 0 else None,
+            document_id=f"conversation-{j}",
+            embedding=vec(0.0, axis=40 + (i % 20)),
+        )
+        for j in (1, 3)
+        for i in range(30)
+    ]
+    plain.retain(items, bank=bank)
+    s = RecallSettings()
+    params = {
+        "bank": bank,
+        "types": ["world", "experience", "observation"],
+        "ts_config": s.ts_config,
+        "bigrams": [],
+        "keyword_n": 100,
+        "max_terms": s.keyword_max_terms,
+        "max_postings": s.keyword_max_postings,
+        "bank_max_df": 1.0,  # keep every term: the point is the score, not the term choice
+        "bank_min_rows": s.keyword_bank_min_rows,
+        "bm25_k1": s.bm25_k1,
+        "bm25_b": s.bm25_b,
+        "bm25_context_weight": s.bm25_context_weight,
+    }
+    reference = sql.Composed(
+        [sql.SQL("WITH "), keyword._KEYWORD_QUERY, keyword._BM25_LEXEMES, sql.SQL(_PLAIN_BM25)]
+    )
+    statement = keyword.keyword_statement(sql.SQL("TRUE"), "bm25")
+    with psycopg.connect(plain.dsn) as conn:
+        weights = conn.execute(
+            "SELECT array_agg(DISTINCT w) FROM memory_units u, unnest(u.search_vector) v, unnest(v.weights) w"
+            " WHERE u.bank_id = %s",
+            (bank,),
+        ).fetchone()
+        assert weights is not None and {"A", "B", "D"} <= set(weights[0])
+        for query in (["heron"], ["pond", "frog"], ["otter", "river", "stone", "basil", "lily"], ["turn"]):
+            p = {**params, "words": query}
+            ours = conn.execute(statement, p).fetchall()
+            plain_rows = conn.execute(reference, p).fetchall()
+            assert len(ours) > 1
+            assert ours == plain_rows  # same ids, same order, bit-identical scores

@@ -135,6 +135,15 @@ def test_high_budget_returns_more_rows_than_ef_search(
     assert not set(experience) & {m.id for m in high.memories}  # types filter inside the SQL
 
 
+def test_recall_connections_plan_every_statement_with_its_parameters(engine: MemoryEngine) -> None:
+    # A prepared statement's generic plan (chosen by Postgres after a few runs) ignores the
+    # bank's size: the keyword arm's then read every row id of the bank (see pools.py).
+    engine.stats("warm-up")
+    with engine._pools._sync_pool().connection() as conn:
+        row = conn.execute("SHOW plan_cache_mode").fetchone()
+    assert row is not None and row[0] == "force_custom_plan"
+
+
 # --- keyword arm --------------------------------------------------------------------------------
 
 
