@@ -30,11 +30,10 @@ __all__ = ["Dimension", "ensure_dimension", "known_dimensions"]
 
 VECTOR_HNSW_MAX: Final = 2000
 HALFVEC_HNSW_MAX: Final = 4000
-FACT_TYPES: Final = ("world", "experience", "observation")
 # Serialises index creation across engines starting at once (an arbitrary constant).
 _LOCK_KEY: Final = 0x48494E44_44494D53 & 0x7FFFFFFFFFFFFFFF
 
-# A dimension is known when its all-types index exists (created last, in one transaction).
+# A dimension is known when its HNSW index exists.
 _KNOWN = r"""
 SELECT substring(indexname FROM '^memory_units_embedding_d(\d+)$')::int AS dimension
 FROM pg_indexes
@@ -91,27 +90,19 @@ class Dimension:
         return sql.SQL("vector_dims({}) = {}").format(self._col(), sql.Literal(self.size))
 
     def index_statements(self) -> list[sql.Composed]:
-        """``CREATE INDEX IF NOT EXISTS`` for this dimension (none beyond 4,000)."""
+        """``CREATE INDEX IF NOT EXISTS`` for this dimension (none beyond 4,000): one HNSW
+        index over every fact type (the semantic arm scans all asked types at once; migration
+        0013 dropped the per-type ones)."""
         if not self.indexed:
             return []
         cast = sql.SQL("embedding::{}({})").format(sql.SQL(self.kind), sql.Literal(self.size))
         ops = sql.SQL(f"{self.kind}_cosine_ops")
         dims = sql.SQL("vector_dims(embedding) = {}").format(sql.Literal(self.size))
-        out = [
+        return [
             _INDEX.format(
                 name=sql.Identifier(f"memory_units_embedding_d{self.size}"), cast=cast, ops=ops, where=dims
             )
         ]
-        for fact_type in FACT_TYPES:
-            out.append(
-                _INDEX.format(
-                    name=sql.Identifier(f"memory_units_embedding_d{self.size}_{fact_type}"),
-                    cast=cast,
-                    ops=ops,
-                    where=sql.SQL("fact_type = {} AND {}").format(sql.Literal(fact_type), dims),
-                )
-            )
-        return out
 
 
 def known_dimensions(conn: psycopg.Connection[Any]) -> list[int]:
@@ -127,7 +118,6 @@ def ensure_dimension(conn: psycopg.Connection[Any], size: int) -> bool:
         conn.execute("SELECT pg_advisory_xact_lock(%(key)s)", {"key": _LOCK_KEY})
         if size in known_dimensions(conn):
             return False
-        statements = Dimension(size).index_statements()
-        for statement in statements[1:] + statements[:1]:  # the all-types index last
+        for statement in Dimension(size).index_statements():
             conn.execute(statement)
     return True

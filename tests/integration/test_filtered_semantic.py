@@ -1,6 +1,7 @@
 """The semantic arm under a filter: when few memories match, it ranks them exactly (a bitmap
-scan and a sort) instead of iterating the HNSW graph past rejected rows; otherwise it runs the
-HNSW scans of the unfiltered statement, unchanged."""
+scan and a top-n sort) instead of iterating the HNSW graph past rejected rows; otherwise it runs
+the HNSW scan of the unfiltered statement, unchanged. A subset of the fact types is a filter
+too (the HNSW index holds every type)."""
 
 from __future__ import annotations
 
@@ -13,19 +14,24 @@ from shared_core.recall.arms import ArmQuery, ScoredRow
 from shared_core.recall.arms.semantic import SEMANTIC, filtered_semantic_statement, semantic_statement
 from shared_core.recall.filters import compile_filter
 from shared_core.recall.settings import RecallSettings
+from shared_core.types import FactType
 
 TOPICS = ["hiking in the alps", "a pottery class", "the quarterly budget", "a new puppy", "jazz concerts"]
 
 
 def _query(
-    engine: MemoryEngine, bank: str, spec: dict[str, object] | None, tags: list[str] | None
+    engine: MemoryEngine,
+    bank: str,
+    spec: dict[str, object] | None,
+    tags: list[str] | None,
+    types: tuple[FactType, ...] = ("world", "experience"),
 ) -> ArmQuery:
     return ArmQuery(
         bank=bank,
         vector=np.asarray(engine.embedder.embed_query("a walk in the mountains"), dtype=np.float32),
         words=(),
         bigrams=(),
-        types=("world", "experience"),
+        types=types,
         tags=tuple(tags) if tags else None,
         tags_match="any_strict" if tags else "any",
         n=5,
@@ -55,7 +61,7 @@ def test_few_matches_are_ranked_exactly_and_many_take_the_hnsw_scans(engine: Mem
     ids = engine.retain(items, bank=bank, progress=False)
     for spec, tags in (({"team": "a"}, None), (None, ["odd"])):
         q = _query(engine, bank, spec, tags)
-        statement = filtered_semantic_statement(q.types, q.where_sql, q.dimension)
+        statement = filtered_semantic_statement(q.where_sql, q.dimension)
         exact = _rows(engine, statement, q)
         # Expected: every matching memory of each type ranked by cosine, top n per type.
         with psycopg.connect(engine.dsn) as conn:
@@ -68,19 +74,18 @@ def test_few_matches_are_ranked_exactly_and_many_take_the_hnsw_scans(engine: Mem
             for i, item in enumerate(items)
             if (spec is None or item.metadata["team"] == "a") and (tags is None or "odd" in item.tags)
         }
-        expected = []
-        for fact_type in q.types:
-            scored = [
-                (str(i), float(np.dot(v, q.vector) / (np.linalg.norm(v) * np.linalg.norm(q.vector))))
-                for i, ft, v in stored
-                if ft == fact_type and str(i) in matching
-            ]
-            expected += sorted(scored, key=lambda r: -r[1])[: q.n]
-        assert sorted(i for i, _ in exact) == sorted(i for i, _ in expected)
+        # Expected: the n most similar matching memories of the asked types.
+        scored = [
+            (str(i), float(np.dot(v, q.vector) / (np.linalg.norm(v) * np.linalg.norm(q.vector))))
+            for i, ft, v in stored
+            if ft in q.types and str(i) in matching
+        ]
+        expected = sorted(scored, key=lambda r: -r[1])[: q.n]
+        assert [i for i, _ in exact] == [i for i, _ in expected]
         assert {i for i, _ in exact} <= matching
         # Forced onto the HNSW path, the statement returns what the unfiltered statement does.
-        ann = _rows(engine, filtered_semantic_statement(q.types, q.where_sql, q.dimension, exact_max=0), q)
-        plain = _rows(engine, semantic_statement(q.types, q.where_sql, q.dimension), q)
+        ann = _rows(engine, filtered_semantic_statement(q.where_sql, q.dimension, exact_max=0), q)
+        plain = _rows(engine, semantic_statement(q.where_sql, q.dimension), q)
         assert sorted(ann) == sorted(plain)
         # A memory scores the same on either path.
         scores = dict(plain)
@@ -88,10 +93,30 @@ def test_few_matches_are_ranked_exactly_and_many_take_the_hnsw_scans(engine: Mem
 
 
 def test_the_arm_takes_the_filtered_statement_only_when_something_filters(engine: MemoryEngine) -> None:
-    def text(spec: dict[str, object] | None, tags: list[str] | None) -> str:
-        query = SEMANTIC.start(_query(engine, "b", spec, tags))
+    def text(
+        spec: dict[str, object] | None, tags: list[str] | None, types: tuple[FactType, ...] = ("world",)
+    ) -> str:
+        query = SEMANTIC.start(_query(engine, "b", spec, tags, types))
         assert query is not None and query.row_type is ScoredRow
         return str(query.statement.as_string(None))  # type: ignore[union-attr]
 
-    assert "few" not in text(None, None)
+    assert "few" not in text(None, None, ("world", "experience", "observation"))
     assert "few" in text({"team": "a"}, None) and "few" in text(None, ["odd"])
+    assert "few" in text(None, None, ("observation",))
+
+
+def test_one_fact_type_ranks_only_that_type(engine: MemoryEngine, bank: str) -> None:
+    items = [
+        MemoryItem(
+            text=f"Note {i}: {TOPICS[i % len(TOPICS)]}.", fact_type="observation" if i % 5 == 0 else "world"
+        )
+        for i in range(30)
+    ]
+    ids = engine.retain(items, bank=bank, progress=False)
+    observations = {ids[i] for i, item in enumerate(items) if item.fact_type == "observation"}
+    q = _query(engine, bank, None, None, ("observation",))
+    query = SEMANTIC.start(q)
+    assert query is not None
+    found = _rows(engine, query.statement, q)  # type: ignore[arg-type]
+    # Six observations among 30 memories, n=5: five of them, all observations.
+    assert len(found) == q.n and {i for i, _ in found} <= observations

@@ -107,17 +107,18 @@ def big_bank(engine: MemoryEngine) -> tuple[str, list[str], list[str]]:
     return bank, ids[:150], ids[150:]
 
 
-def test_budget_sets_the_per_fact_type_limit(
+def test_budget_sets_the_semantic_arm_limit(
     qeng: MemoryEngine, big_bank: tuple[str, list[str], list[str]]
 ) -> None:
     bank, world, experience = big_bank
     low = qeng.recall("zzz", bank=bank, budget="low", trace=True, arms=["semantic"])
     assert low.trace is not None and low.trace.budget_n == 100
-    got = set(_ids(low.trace.arms["semantic"]))
-    # the limit applies per fact type: 100 world rows (the most similar ones) + all 5 experience
-    assert len(got & set(world)) == 100
-    assert set(experience) <= got
-    assert got & set(world) == set(world[50:])  # world[i] has cosine rising with i
+    # the limit applies to the arm, across fact types: the 100 most similar memories, here
+    # world[50:] (world[i] has cosine rising with i, above the experience rows' 0.5 from i=28)
+    assert set(_ids(low.trace.arms["semantic"])) == set(world[50:])
+    # one fact type asked: the limit applies to it alone
+    only = qeng.recall("zzz", bank=bank, budget="low", trace=True, arms=["semantic"], types=["experience"])
+    assert only.trace is not None and set(_ids(only.trace.arms["semantic"])) == set(experience)
 
 
 def test_high_budget_returns_more_rows_than_ef_search(

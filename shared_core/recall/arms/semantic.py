@@ -1,4 +1,5 @@
-"""The semantic arm: nearest memories by cosine distance, one HNSW scan per fact type."""
+"""The semantic arm: nearest memories by cosine distance, one HNSW scan (or, under a narrow
+filter, an exact ranking)."""
 
 from __future__ import annotations
 
@@ -11,104 +12,108 @@ from shared_core.recall.filters import MATCH_ALL
 from shared_core.recall.timing import Stopwatch
 from shared_core.storage.dimensions import Dimension
 from shared_core.storage.plan import Plan, Query
+from shared_core.types import FACT_TYPES
 
 __all__ = ["EXACT_MAX_ROWS", "SEMANTIC", "filtered_semantic_statement", "semantic_statement"]
 
-# One scan per fact type, the type and the dimension inlined as literals (a validated enum
-# value, an int) so the planner picks that type's partial HNSW index for that dimension
-# (migrations 0003, 0006) instead of filtering a shared one.
-# Rows below %(semantic_min)s cosine are dropped after each scan's LIMIT.
-_SEMANTIC_SCAN = sql.SQL("""(
+# One HNSW scan over the asked fact types, on the dimension's index (its expression and
+# predicate inlined, migration 0006), ranked by cosine. It used to be one scan of LIMIT n per
+# fact type, each on a partial index of that type (dropped in 0013): 3n rows of which fusion
+# ranks everything by cosine anyway (``ranked``), so the extra 2n were the tail of the arm's
+# ranking. Measured at 100k (bench bank, benchmarks/semantic_ab.py, the 50 bench queries x 2
+# rounds interleaved, load ~13): p50 51.2 -> 21.8 ms, p95 68.1 -> 32.4 ms, 12,625 -> 6,550
+# buffers for the slowest query; of the three scans' top 100 by cosine, the one scan returns
+# 99.2%. A subset of the types is a filter (below): the index holds every type.
+# Rows below %(semantic_min)s cosine are dropped after the LIMIT.
+_SEMANTIC_SCAN = sql.SQL("""
     SELECT u.id::text AS id, 1 - ({vec} <=> {qvec}) AS score
     FROM memory_units u
-    WHERE u.bank_id = %(bank)s AND u.fact_type = {ft} AND {dims} AND {tags}
+    WHERE u.bank_id = %(bank)s AND u.fact_type = ANY(%(types)s::text[]) AND {dims} AND {tags}
     ORDER BY {vec} <=> {qvec}
-    LIMIT %(n)s)""")
+    LIMIT %(n)s""")
+_SEMANTIC = sql.SQL("SELECT id, score FROM ({scan}) s WHERE score >= %(semantic_min)s")
 
 
-# A filtered recall (tags, a metadata filter) that matches at most EXACT_MAX_ROWS memories of
-# the bank ranks them exactly instead: the HNSW scan, iterating past the memories the filter
-# rejects, walked up to hnsw.max_scan_tuples per fact type to fill its LIMIT from a filter
-# matching 1/200 of a bank (measured at 10k: 344 ms for one fact type's scan, against ~1 ms
-# for a bitmap scan of the matching rows and a sort; the planner's choice between the two
-# rests on a fixed selectivity guess for jsonpath tests). Which path runs is decided inside
-# the statement: ``few`` counts matching rows up to the cap (a LIMIT, so a broad filter stops
-# early) and gates each branch as a one-time filter, so the branch not taken never runs and
-# ``matching`` (lazily materialised) is read only on the exact path. Both paths compute the
-# same cosine expression, so a memory scores the same on either. The cap, measured at 100k
-# (bench corpus, load ~3, semantic statement p50): 1,500 matches 734 ms HNSW -> 37 ms exact;
-# 500 matches 90 -> 16 ms; 12,500 matches exact 163-285 ms vs HNSW 116-201 ms (the matching
-# vectors outgrow work_mem), and the capped count costs a broad filter ~20 ms at 10,000 but
-# less at 2,000.
-EXACT_MAX_ROWS = 2_000
+# A filtered recall (tags, a metadata filter, some fact types only) ranks the matching
+# memories exactly when at most EXACT_MAX_ROWS of the bank match, else by the HNSW scan above
+# with the filter, which iterates past the rows the filter rejects: n / selectivity index
+# tuples, each a graph step and a row read, against one row read and one distance per match
+# for the exact ranking (the planner's choice between the two rests on a fixed selectivity
+# guess for jsonpath tests, so the statement decides itself). ``matching`` reads the matching
+# rows once, up to the cap plus one (a LIMIT: a broad filter stops there), keeping each one's
+# id and distance only (the vectors of 15,000 rows outgrew work_mem when they were kept);
+# ``few`` says whether the cap was reached and gates each branch as a one-time filter, so the
+# branch not taken never runs. Both branches compute the same cosine expression, so a memory
+# scores the same on either. A broad filter pays the capped read before its HNSW scan.
+# The cap, measured at 100k (bench bank, n=300, benchmarks/semantic_ab.py, 20 queries
+# interleaved, load ~13; semantic statement p50, previous statement -> this one):
+# team=er (12,300 matches) 93 -> 34 ms (HNSW alone 42); tags any_strict (9,757) 187 -> 43 (88);
+# source and year>=2024 (12,448; the range is not indexed) 187 -> 108 (80); user-017 (517)
+# 4.4 -> 1.9; tags any, untagged included (39,699) 81 -> 101 (HNSW alone 27: the 15,001 rows
+# read first are the cost). With a cap of 10,000: 65 / 43 / 166 / 1.9 / 77.
+EXACT_MAX_ROWS = 15_000
 _FILTERED_SEMANTIC = sql.SQL("""
-WITH few AS MATERIALIZED (
-    SELECT count(*) <= {cap} AS yes FROM (
-        SELECT 1 FROM memory_units u
-        WHERE u.bank_id = %(bank)s AND u.fact_type = ANY(%(types)s) AND {dims} AND {tags}
-        LIMIT {cap} + 1) c
+WITH matching AS MATERIALIZED (
+    SELECT u.id, {vec} <=> {qvec} AS distance
+    FROM (SELECT * FROM memory_units u
+          WHERE u.bank_id = %(bank)s AND u.fact_type = ANY(%(types)s::text[]) AND {dims} AND {tags}
+          LIMIT {cap} + 1) u
 ),
-matching AS MATERIALIZED (
-    SELECT u.id, u.fact_type, {vec} AS v FROM memory_units u
-    WHERE u.bank_id = %(bank)s AND u.fact_type = ANY(%(types)s) AND {dims} AND {tags}
+few AS MATERIALIZED (
+    SELECT count(*) <= {cap} AS yes FROM matching
 )
-SELECT id, score FROM ({exact} UNION ALL {scans}) s WHERE score >= %(semantic_min)s""")
-_EXACT_SCAN = sql.SQL("""(
-    SELECT m.id::text AS id, 1 - (m.v <=> {qvec}) AS score
+SELECT id, score FROM ((
+    SELECT m.id::text AS id, 1 - m.distance AS score
     FROM matching m
-    WHERE (SELECT yes FROM few) AND m.fact_type = {ft}
-    ORDER BY m.v <=> {qvec}
-    LIMIT %(n)s)""")
+    WHERE (SELECT yes FROM few)
+    ORDER BY m.distance, m.id
+    LIMIT %(n)s)
+  UNION ALL ({scan})) s
+WHERE score >= %(semantic_min)s""")
 
 
-def _scans(types: Sequence[str], tags: sql.Composable, dimension: Dimension) -> sql.Composed:
-    return sql.SQL(" UNION ALL ").join(
-        _SEMANTIC_SCAN.format(
-            ft=sql.Literal(t),
-            tags=tags,
-            vec=dimension.column,
-            qvec=dimension.query(),
-            dims=dimension.predicate,
-        )
-        for t in types
+def _scan(tags: sql.Composable, dimension: Dimension) -> sql.Composed:
+    return _SEMANTIC_SCAN.format(
+        tags=tags, vec=dimension.column, qvec=dimension.query(), dims=dimension.predicate
     )
 
 
-def semantic_statement(types: Sequence[str], tags: sql.Composable, dimension: Dimension) -> sql.Composed:
-    """The semantic arm: one HNSW scan per fact type, as one ``UNION ALL``."""
-    return sql.SQL("SELECT id, score FROM ({scans}) s WHERE score >= %(semantic_min)s").format(
-        scans=_scans(types, tags, dimension)
-    )
+def semantic_statement(tags: sql.Composable, dimension: Dimension) -> sql.Composed:
+    """The semantic arm: one HNSW scan of the memories of the asked fact types."""
+    return _SEMANTIC.format(scan=_scan(tags, dimension))
 
 
 def filtered_semantic_statement(
-    types: Sequence[str], tags: sql.Composable, dimension: Dimension, *, exact_max: int = EXACT_MAX_ROWS
+    tags: sql.Composable, dimension: Dimension, *, exact_max: int = EXACT_MAX_ROWS
 ) -> sql.Composed:
     """The semantic arm under a filter: an exact ranking of the matching memories when at most
-    ``exact_max`` match, else the HNSW scans of :func:`semantic_statement`."""
+    ``exact_max`` match, else the HNSW scan of :func:`semantic_statement`."""
     gate = sql.SQL("NOT (SELECT yes FROM few) AND {}").format(tags)
-    exact = sql.SQL(" UNION ALL ").join(
-        _EXACT_SCAN.format(ft=sql.Literal(t), qvec=dimension.query()) for t in types
-    )
     return _FILTERED_SEMANTIC.format(
         cap=sql.Literal(int(exact_max)),
         dims=dimension.predicate,
         tags=tags,
         vec=dimension.column,
-        exact=exact,
-        scans=_scans(types, gate, dimension),
+        qvec=dimension.query(),
+        scan=_scan(gate, dimension),
     )
 
 
 def _filtered(q: ArmQuery) -> bool:
-    """Whether anything but the bank and the fact types restricts the memories searched."""
-    return q.filter is not MATCH_ALL or bool(q.tags) or q.tags_match == "exact"
+    """Whether anything but the bank restricts the memories searched (a subset of the fact
+    types is a filter too: the HNSW index holds every type)."""
+    return (
+        q.filter is not MATCH_ALL
+        or bool(q.tags)
+        or q.tags_match == "exact"
+        or set(q.types) != set(FACT_TYPES)
+    )
 
 
 def _start(q: ArmQuery) -> Query:
     build = filtered_semantic_statement if _filtered(q) else semantic_statement
     return Query(
-        build(q.types, q.where_sql, q.dimension),
+        build(q.where_sql, q.dimension),
         q.params(semantic_min=q.settings.semantic_min_similarity),
         row_type=ScoredRow,
     )
