@@ -23,7 +23,10 @@ Modes, each in a fresh bank and a fresh worker process (so peak RSS is per mode)
   extract_dates=False)``;
 * ``b-bulk``: as (b), through ``engine.retain_bulk`` (one transaction, ``--batch`` items per
   batch, each batch's extraction overlapping the previous batch's writes) instead of one
-  ``retain`` call per ``--batch`` memories.
+  ``retain`` call per ``--batch`` memories;
+* ``b-bulk-2p``: as ``b-bulk``, with spaCy spread over two worker processes
+  (``SpacyEntityExtractor(n_process=2)`` passed as the engine's ``entity_extractor``): the
+  extraction no longer shares the writing process's GIL, and uses a second core if one is free.
 
 Each worker warms its models up (a 20-memory retain into a scratch bank) before timing, then
 retains ``--batch`` memories per ``retain`` call. Database size: growth of
@@ -43,6 +46,7 @@ SQL, one transaction) as the remainder.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import os
@@ -52,7 +56,7 @@ import shlex
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +73,7 @@ from _timing import timed_calls  # noqa: E402
 
 from shared_core.text import MONTH_NAMES  # noqa: E402
 
-MODES = ("a-everything", "b-precomputed", "c-no-extraction", "b-bulk")
+MODES = ("a-everything", "b-precomputed", "c-no-extraction", "b-bulk", "b-bulk-2p")
 BREAKDOWN_MODES = MODES[:3]
 TABLES = ("banks", "documents", "chunks", "memory_units", "entities", "unit_entities", "memory_links")
 TARGET_B = 1000.0
@@ -139,7 +143,12 @@ def worker(mode: str, n: int, data: Path, dsn: str, batch: int) -> dict[str, Any
         for i, (t, when) in enumerate(turns)
     ]
     rss_before = peak_rss_mb()
-    with MemoryEngine(dsn, config=config) as engine:
+    extractor = None
+    if mode == "b-bulk-2p":
+        from shared_core.extraction.entities import SpacyEntityExtractor
+
+        extractor = SpacyEntityExtractor(n_process=2)
+    with MemoryEngine(dsn, config=config, entity_extractor=extractor) as engine:
         # Warm-up: load every model the mode uses, outside the timing.
         warm = (
             items[:20]
@@ -150,7 +159,7 @@ def worker(mode: str, n: int, data: Path, dsn: str, batch: int) -> dict[str, Any
         size_before = db_size(dsn)
         bank = f"retain-{mode}-{n}"
         started = time.perf_counter()
-        if mode == "b-bulk":
+        if mode in ("b-bulk", "b-bulk-2p"):
             engine.retain_bulk(items, bank=bank, batch_size=batch, progress=False)
         else:
             for s in range(0, n, batch):
@@ -159,7 +168,7 @@ def worker(mode: str, n: int, data: Path, dsn: str, batch: int) -> dict[str, Any
         size_after = db_size(dsn)
         stats = engine.stats(bank)
         single: list[float] = []
-        if mode in ("b-precomputed", "b-bulk"):
+        if mode in ("b-precomputed", "b-bulk", "b-bulk-2p"):
             # An agent storing one chat turn into the loaded bank (its vector given).
             for i in range(SINGLE_RETAINS):
                 item = items[(i * 97) % n]
@@ -332,13 +341,21 @@ def prose_document(n_bytes: int, seed: int = 0) -> str:
     return "\n\n".join(paragraphs)
 
 
-def document_worker(megabytes: float, dsn: str) -> dict[str, Any]:
-    """Retain one generated document, the engine embedding it; time each CPU stage."""
+def document_worker(megabytes: float, dsn: str, *, variant: str = "overlap") -> dict[str, Any]:
+    """Retain one generated document, the engine embedding it; time each CPU stage.
+
+    ``variant="sequential"`` makes the library extract after embedding instead of beside it
+    (what it did before the overlap), for an A/B in the same run: with the flow told that no
+    unit needs embedding, it never starts the extraction thread; the vectors are still computed
+    (``merge_vectors`` decides that on its own)."""
     import shared_core.retain.flow as flow
     from shared_core import MemoryEngine
     from shared_core.types import MemoryItem
 
     text = prose_document(int(megabytes * 1_000_000))
+    patched: dict[tuple[Any, str], Any] = {}
+    if variant == "sequential":
+        patched[(flow, "units_to_embed")] = lambda items, units: []
     stages = {
         (flow, "prepare_units"): "split_s",
         (flow, "index_contexts"): "context_s",
@@ -346,7 +363,8 @@ def document_worker(megabytes: float, dsn: str) -> dict[str, Any]:
         (flow, "extract"): "extraction_s",
         (flow, "prepare_retain"): "prepare_total_s",
     }
-    with MemoryEngine(dsn) as engine, timed_calls(stages) as timings:
+    load_start = [round(x, 2) for x in os.getloadavg()]
+    with MemoryEngine(dsn) as engine, timed_calls(stages) as timings, _replaced(patched):
         engine.retain(
             [MemoryItem(text="Warm-up: Amara Okafor moved to Lisbon in May 2020.")],
             bank="retain-warmup-document",
@@ -363,6 +381,8 @@ def document_worker(megabytes: float, dsn: str) -> dict[str, Any]:
     prepare = seconds_of.pop("prepare_total_s", 0.0)
     return {
         "mode": "document",
+        "variant": variant,
+        "loadavg": {"start": load_start, "end": [round(x, 2) for x in os.getloadavg()]},
         "bytes": len(text.encode()),
         "units": len(ids),
         "seconds": round(seconds, 2),
@@ -373,7 +393,21 @@ def document_worker(megabytes: float, dsn: str) -> dict[str, Any]:
     }
 
 
-def run_worker(mode: str, n: int, args: argparse.Namespace, dsn: str) -> dict[str, Any]:
+@contextlib.contextmanager
+def _replaced(targets: dict[tuple[Any, str], Any]) -> Iterator[None]:
+    saved = {target: getattr(*target) for target in targets}
+    try:
+        for (owner, name), value in targets.items():
+            setattr(owner, name, value)
+        yield
+    finally:
+        for (owner, name), value in saved.items():
+            setattr(owner, name, value)
+
+
+def run_worker(
+    mode: str, n: int, args: argparse.Namespace, dsn: str, variant: str = "overlap"
+) -> dict[str, Any]:
     cmd = [
         sys.executable,
         str(Path(__file__).resolve()),
@@ -388,6 +422,8 @@ def run_worker(mode: str, n: int, args: argparse.Namespace, dsn: str) -> dict[st
         "--batch",
         str(args.batch),
         *(["--document-mb", str(args.document_mb)] if args.document_mb is not None else []),
+        "--document-variant",
+        variant,
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
@@ -471,12 +507,18 @@ def markdown(report: dict[str, Any]) -> str:
                 f"one memory into the {r['memories']:,} bank: ours p50 {r['single_retain_ms']['p50']} ms, "
                 f"plain one-row INSERT p50 {plain['single_insert_ms']['p50']} ms"
             )
-    doc = report.get("document")
-    if doc and "seconds" in doc:
+    docs = report.get("document_variants") or ([report["document"]] if report.get("document") else [])
+    for doc in docs:
+        if "seconds" not in doc:
+            continue
         lines.append("")
         lines.append(
-            f"One {doc['bytes']:,}-byte document: {doc['units']:,} units in {doc['seconds']} s; "
+            f"One {doc['bytes']:,}-byte document ({doc.get('variant', 'overlap')}): {doc['units']:,} units "
+            f"in {doc['seconds']} s; "
             + ", ".join(f"{k} {v}" for k, v in doc["stages_s"].items())
+            + f"; load {doc['loadavg']['start'][0]} -> {doc['loadavg']['end'][0]}"
+            if "loadavg" in doc
+            else ""
         )
     for n, bd in report.get("breakdown", {}).items():
         lines.append("")
@@ -490,6 +532,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
     p.add_argument("--quick", action="store_true", help="1k memories, mode b only (part of `make bench`)")
     p.add_argument("--document-mb", type=float, default=None, help="retain one generated document of N MB")
+    p.add_argument(
+        "--document-variants",
+        nargs="+",
+        default=["overlap"],
+        choices=["overlap", "sequential"],
+        help="document runs, in this order: extraction beside the embedding (the library), or after it",
+    )
+    p.add_argument("--document-variant", default="overlap", help=argparse.SUPPRESS)
     p.add_argument("--batch", type=int, default=1000, help="memories per retain call")
     p.add_argument("--data", type=Path, default=DEFAULT_DATA_PATH)
     p.add_argument("--out", type=Path, default=None)
@@ -506,7 +556,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 0
     if args.worker == "document":
-        print(json.dumps(document_worker(args.document_mb, args.dsn)))
+        print(json.dumps(document_worker(args.document_mb, args.dsn, variant=args.document_variant)))
         return 0
     if args.worker:
         print(json.dumps(worker(args.worker, args.n, args.data, args.dsn, args.batch)))
@@ -543,10 +593,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         holder.stats("retain-probe")  # bootstraps the schema
         if args.document_mb is not None:
             args.sizes = []
-            empty_database(holder.dsn)
-            print(f"== one {args.document_mb} MB document", flush=True)
-            report["document"] = run_worker("document", 0, args, holder.dsn)
-            print(f"   {report['document']}", flush=True)
+            report["document_variants"] = []
+            for variant in args.document_variants:
+                empty_database(holder.dsn)
+                print(f"== one {args.document_mb} MB document ({variant})", flush=True)
+                result = run_worker("document", 0, args, holder.dsn, variant)
+                print(f"   {result}", flush=True)
+                report["document_variants"].append(result)
+            report["document"] = report["document_variants"][0]
         for n in args.sizes:
             by_mode = {}
             for mode in args.modes:
