@@ -46,7 +46,6 @@ SQL, one transaction) as the remainder.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime as dt
 import json
 import os
@@ -56,7 +55,7 @@ import shlex
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -341,21 +340,13 @@ def prose_document(n_bytes: int, seed: int = 0) -> str:
     return "\n\n".join(paragraphs)
 
 
-def document_worker(megabytes: float, dsn: str, *, variant: str = "overlap") -> dict[str, Any]:
-    """Retain one generated document, the engine embedding it; time each CPU stage.
-
-    ``variant="sequential"`` makes the library extract after embedding instead of beside it
-    (what it did before the overlap), for an A/B in the same run: with the flow told that no
-    unit needs embedding, it never starts the extraction thread; the vectors are still computed
-    (``merge_vectors`` decides that on its own)."""
+def document_worker(megabytes: float, dsn: str) -> dict[str, Any]:
+    """Retain one generated document, the engine embedding it; time each CPU stage."""
     import shared_core.retain.flow as flow
     from shared_core import MemoryEngine
     from shared_core.types import MemoryItem
 
     text = prose_document(int(megabytes * 1_000_000))
-    patched: dict[tuple[Any, str], Any] = {}
-    if variant == "sequential":
-        patched[(flow, "units_to_embed")] = lambda items, units: []
     stages = {
         (flow, "prepare_units"): "split_s",
         (flow, "index_contexts"): "context_s",
@@ -363,8 +354,7 @@ def document_worker(megabytes: float, dsn: str, *, variant: str = "overlap") -> 
         (flow, "extract"): "extraction_s",
         (flow, "prepare_retain"): "prepare_total_s",
     }
-    load_start = [round(x, 2) for x in os.getloadavg()]
-    with MemoryEngine(dsn) as engine, timed_calls(stages) as timings, _replaced(patched):
+    with MemoryEngine(dsn) as engine, timed_calls(stages) as timings:
         engine.retain(
             [MemoryItem(text="Warm-up: Amara Okafor moved to Lisbon in May 2020.")],
             bank="retain-warmup-document",
@@ -381,8 +371,6 @@ def document_worker(megabytes: float, dsn: str, *, variant: str = "overlap") -> 
     prepare = seconds_of.pop("prepare_total_s", 0.0)
     return {
         "mode": "document",
-        "variant": variant,
-        "loadavg": {"start": load_start, "end": [round(x, 2) for x in os.getloadavg()]},
         "bytes": len(text.encode()),
         "units": len(ids),
         "seconds": round(seconds, 2),
@@ -393,21 +381,7 @@ def document_worker(megabytes: float, dsn: str, *, variant: str = "overlap") -> 
     }
 
 
-@contextlib.contextmanager
-def _replaced(targets: dict[tuple[Any, str], Any]) -> Iterator[None]:
-    saved = {target: getattr(*target) for target in targets}
-    try:
-        for (owner, name), value in targets.items():
-            setattr(owner, name, value)
-        yield
-    finally:
-        for (owner, name), value in saved.items():
-            setattr(owner, name, value)
-
-
-def run_worker(
-    mode: str, n: int, args: argparse.Namespace, dsn: str, variant: str = "overlap"
-) -> dict[str, Any]:
+def run_worker(mode: str, n: int, args: argparse.Namespace, dsn: str) -> dict[str, Any]:
     cmd = [
         sys.executable,
         str(Path(__file__).resolve()),
@@ -422,8 +396,6 @@ def run_worker(
         "--batch",
         str(args.batch),
         *(["--document-mb", str(args.document_mb)] if args.document_mb is not None else []),
-        "--document-variant",
-        variant,
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
@@ -507,18 +479,12 @@ def markdown(report: dict[str, Any]) -> str:
                 f"one memory into the {r['memories']:,} bank: ours p50 {r['single_retain_ms']['p50']} ms, "
                 f"plain one-row INSERT p50 {plain['single_insert_ms']['p50']} ms"
             )
-    docs = report.get("document_variants") or ([report["document"]] if report.get("document") else [])
-    for doc in docs:
-        if "seconds" not in doc:
-            continue
+    doc = report.get("document")
+    if doc and "seconds" in doc:
         lines.append("")
         lines.append(
-            f"One {doc['bytes']:,}-byte document ({doc.get('variant', 'overlap')}): {doc['units']:,} units "
-            f"in {doc['seconds']} s; "
+            f"One {doc['bytes']:,}-byte document: {doc['units']:,} units in {doc['seconds']} s; "
             + ", ".join(f"{k} {v}" for k, v in doc["stages_s"].items())
-            + f"; load {doc['loadavg']['start'][0]} -> {doc['loadavg']['end'][0]}"
-            if "loadavg" in doc
-            else ""
         )
     for n, bd in report.get("breakdown", {}).items():
         lines.append("")
@@ -532,14 +498,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
     p.add_argument("--quick", action="store_true", help="1k memories, mode b only (part of `make bench`)")
     p.add_argument("--document-mb", type=float, default=None, help="retain one generated document of N MB")
-    p.add_argument(
-        "--document-variants",
-        nargs="+",
-        default=["overlap"],
-        choices=["overlap", "sequential"],
-        help="document runs, in this order: extraction beside the embedding (the library), or after it",
-    )
-    p.add_argument("--document-variant", default="overlap", help=argparse.SUPPRESS)
     p.add_argument("--batch", type=int, default=1000, help="memories per retain call")
     p.add_argument("--data", type=Path, default=DEFAULT_DATA_PATH)
     p.add_argument("--out", type=Path, default=None)
@@ -556,7 +514,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 0
     if args.worker == "document":
-        print(json.dumps(document_worker(args.document_mb, args.dsn, variant=args.document_variant)))
+        print(json.dumps(document_worker(args.document_mb, args.dsn)))
         return 0
     if args.worker:
         print(json.dumps(worker(args.worker, args.n, args.data, args.dsn, args.batch)))
@@ -593,14 +551,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         holder.stats("retain-probe")  # bootstraps the schema
         if args.document_mb is not None:
             args.sizes = []
-            report["document_variants"] = []
-            for variant in args.document_variants:
-                empty_database(holder.dsn)
-                print(f"== one {args.document_mb} MB document ({variant})", flush=True)
-                result = run_worker("document", 0, args, holder.dsn, variant)
-                print(f"   {result}", flush=True)
-                report["document_variants"].append(result)
-            report["document"] = report["document_variants"][0]
+            empty_database(holder.dsn)
+            print(f"== one {args.document_mb} MB document", flush=True)
+            report["document"] = run_worker("document", 0, args, holder.dsn)
+            print(f"   {report['document']}", flush=True)
         for n in args.sizes:
             by_mode = {}
             for mode in args.modes:

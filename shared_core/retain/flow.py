@@ -9,11 +9,9 @@ connection is taken.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import datetime as _dt
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -24,16 +22,15 @@ import psycopg
 from shared_core.config import DEFAULT_TEMPORAL_LINK_FLOOR, EngineConfig
 from shared_core.errors import InvalidItemError
 from shared_core.models import Models
-from shared_core.protocols import DateParser, EntityExtractor
-from shared_core.retain.extract import Extraction, extract
+from shared_core.retain.extract import extract
 from shared_core.retain.neighbours import context_vectors, index_contexts, unit_predecessors
-from shared_core.retain.plan import RetainRequest, merge_vectors, retain_plan, units_to_embed
-from shared_core.retain.prepare import PreparedUnit, coerce_items, materialise_items, prepare_units
+from shared_core.retain.plan import RetainRequest, merge_vectors, retain_plan
+from shared_core.retain.prepare import coerce_items, materialise_items, prepare_units
 from shared_core.retain.progress import RetainProgress
 from shared_core.retain.small import is_small, small_retain_error, small_retain_plan
 from shared_core.storage.errors import copy_row, map_database_error
 from shared_core.storage.plan import Compute, Plan
-from shared_core.types import MemoryItem, check_bank
+from shared_core.types import check_bank
 
 if TYPE_CHECKING:
     from shared_core.extraction.facts import FactExtractor
@@ -145,25 +142,16 @@ def prepare_retain(
     ]
     bar = bar if bar is not None else RetainProgress(False)
     bar.start(len(units))
-    # Loaded here, in the caller's thread, before any of them is used from another.
-    date_parser = models.date_parser if cfg.extract_dates else None
-    entity_extractor = models.entity_extractor if cfg.extract_entities else None
-    extraction_args = (units, validated, date_parser, entity_extractor, cfg.entity_similarity_threshold)
-    with contextlib.ExitStack() as stack:
-        pending: Future[Extraction] | None = None
-        if (date_parser is not None or entity_extractor is not None) and units_to_embed(validated, units):
-            # Embedding (torch, which releases the GIL in its kernels) and extraction (spaCy,
-            # Duckling) need nothing from each other: run the extraction in a second thread
-            # while this one embeds, so a long document takes about the longer of the two, not
-            # their sum. Same inputs, same functions: the stored rows do not change.
-            executor = stack.enter_context(
-                ThreadPoolExecutor(max_workers=1, thread_name_prefix="hindsight-extract")
-            )
-            pending = executor.submit(_extract, *extraction_args)
-        own_vectors = merge_vectors(validated, units, lambda texts: embed(ctx, texts, bar))
-        vectors = context_vectors(own_vectors, previous, cfg.context_vector_weight)
-        bar.stage("extracting", done=1)
-        extraction = pending.result() if pending is not None else _extract(*extraction_args)
+    own_vectors = merge_vectors(validated, units, lambda texts: embed(ctx, texts, bar))
+    vectors = context_vectors(own_vectors, previous, cfg.context_vector_weight)
+    bar.stage("extracting", done=1)
+    extraction = extract(
+        units,
+        validated,
+        date_parser=models.date_parser if cfg.extract_dates else None,
+        entity_extractor=models.entity_extractor if cfg.extract_entities else None,
+        entity_threshold=cfg.entity_similarity_threshold,
+    )
     bar.stage("writing", done=2)
     replace = sorted({i.document_id for i in validated if i.document_id is not None})
     request = RetainRequest(
@@ -187,18 +175,6 @@ def prepare_retain(
         own_vectors=own_vectors,
     )
     return request, vectors
-
-
-def _extract(
-    units: Sequence[PreparedUnit],
-    items: Sequence[MemoryItem],
-    date_parser: DateParser | None,
-    entity_extractor: EntityExtractor | None,
-    threshold: float,
-) -> Extraction:
-    return extract(
-        units, items, date_parser=date_parser, entity_extractor=entity_extractor, entity_threshold=threshold
-    )
 
 
 def embed(ctx: RetainContext, texts: list[str], bar: RetainProgress) -> npt.NDArray[np.float32]:

@@ -22,7 +22,7 @@ from shared_core.storage.plan import Copy, Plan, Query
 from shared_core.storage.queries import BANK_EMBEDDER, BankEmbedder
 from shared_core.types import MemoryItem
 
-__all__ = ["RetainRequest", "merge_vectors", "retain_plan", "units_to_embed"]
+__all__ = ["RetainRequest", "retain_plan"]
 
 UPSERT_BANK = """
 INSERT INTO banks (bank_id, embedding_model, embedding_dimension)
@@ -112,22 +112,6 @@ class RetainRequest:
     (retain/neighbours.py): links are about what a memory itself says."""
 
 
-def _units_per_item(units: Sequence[PreparedUnit]) -> dict[int, int]:
-    per_item = {u.item_index: 0 for u in units}
-    for u in units:
-        per_item[u.item_index] += 1
-    return per_item
-
-
-def units_to_embed(items: Sequence[MemoryItem], units: Sequence[PreparedUnit]) -> list[int]:
-    """The positions of the units :func:`merge_vectors` embeds: those whose item has no vector,
-    or was split into several units (its vector belongs to the whole text)."""
-    per_item = _units_per_item(units)
-    return [
-        i for i, u in enumerate(units) if items[u.item_index].embedding is None or per_item[u.item_index] > 1
-    ]
-
-
 def merge_vectors(
     items: Sequence[MemoryItem],
     units: Sequence[PreparedUnit],
@@ -138,8 +122,12 @@ def merge_vectors(
     A supplied embedding belongs to its item's text, so it is used only when the item was not
     split into several units.
     """
-    per_item = _units_per_item(units)
-    todo = units_to_embed(items, units)
+    per_item = {u.item_index: 0 for u in units}
+    for u in units:
+        per_item[u.item_index] += 1
+    todo = [
+        i for i, u in enumerate(units) if items[u.item_index].embedding is None or per_item[u.item_index] > 1
+    ]
     computed = embed([units[i].text for i in todo]) if todo else None
     supplied_first = items[units[0].item_index].embedding
     dimension = (

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +17,11 @@ from shared_core.recall.options import RecallOptions
 from shared_core.recall.pipeline import ARMS, RecallContext, recall_plan
 from shared_core.recall.rerank import Reranker
 from shared_core.recall.settings import RecallSettings
-from shared_core.retain.flow import RetainContext, prepare_retain, retain_flow
+from shared_core.retain.flow import RetainContext, retain_flow
 from shared_core.retain.small import SMALL_RETAIN_MAX_UNITS
 from shared_core.storage.plan import Concurrently, Query
 from shared_core.tokens import default_token_counter
-from shared_core.types import EntityMention, MemoryItem, TimeWindow
+from shared_core.types import TimeWindow
 from tests.fakes import FakeScorer, FixedQueryEmbedder, run_recorded, statement_text
 from tests.unit.test_rerank import tiny_cross_encoder  # noqa: F401  (a fixture)
 
@@ -377,58 +376,3 @@ def test_details_are_read_for_the_returned_memories_only() -> None:
     finally:
         STORED.clear()
         STORED.update(saved)
-
-
-# --- the retain's CPU preparation: extraction beside the embedding (issue 15.3) ----------------
-class _Rendezvous:
-    """An embedder and an entity extractor that each wait to see the other one running: they
-    only both get through if the retain runs them at the same time."""
-
-    model_name = FixedQueryEmbedder.model_name
-
-    def __init__(self) -> None:
-        self.embedding, self.extracting = threading.Event(), threading.Event()
-        self.saw_extraction = self.saw_embedding = False
-        self.threads: set[str] = set()
-        self._vectors = FixedQueryEmbedder()
-
-    def embed_documents(self, texts: Any) -> Any:
-        self.embedding.set()
-        self.saw_extraction = self.extracting.wait(timeout=30)
-        return self._vectors.embed_documents(texts)
-
-    def embed_query(self, text: str) -> Any:
-        return self._vectors.embed_query(text)
-
-    def extract(self, texts: Any) -> list[list[EntityMention]]:
-        self.threads.add(threading.current_thread().name)
-        self.extracting.set()
-        self.saw_embedding = self.embedding.wait(timeout=30)
-        return [[EntityMention(name="Alice", label="PERSON")] if "Alice" in t else [] for t in texts]
-
-
-def _prepared(models: Models, items: list[Any]) -> Any:
-    context = RetainContext(models=models, config=EngineConfig(extract_dates=False), now=lambda: NOW)
-    return prepare_retain(context, items, "unit", None)
-
-
-def test_a_retain_extracts_entities_while_it_embeds_and_stores_the_same() -> None:
-    both = _Rendezvous()
-    texts = ["Alice works at Google.", "Bob skis.", "Alice skis too."]
-    request, vectors = _prepared(
-        Models(embedder=both, entity_extractor=both, token_counter=default_token_counter()), texts
-    )
-    assert both.saw_extraction and both.saw_embedding
-    assert both.threads != {threading.current_thread().name}
-
-    # The same rows as a retain whose extraction runs alone (vectors given: nothing to embed).
-    alone = _Rendezvous()
-    alone.embedding.set()  # no embedding to wait for
-    given = [MemoryItem(text=t, embedding=list(v)) for t, v in zip(texts, vectors, strict=True)]
-    expected, expected_vectors = _prepared(
-        Models(embedder=alone, entity_extractor=alone, token_counter=default_token_counter()), given
-    )
-    assert alone.threads == {threading.current_thread().name}
-    assert request.entities == expected.entities == [["Alice"], [], ["Alice"]]
-    assert request.signals == expected.signals
-    np.testing.assert_allclose(vectors, expected_vectors, atol=1e-6)
