@@ -340,11 +340,20 @@ def prose_document(n_bytes: int, seed: int = 0) -> str:
     return "\n\n".join(paragraphs)
 
 
-def document_worker(megabytes: float, dsn: str) -> dict[str, Any]:
-    """Retain one generated document, the engine embedding it; time each CPU stage."""
+def document_worker(megabytes: float, dsn: str, *, torch_threads: int | None = None) -> dict[str, Any]:
+    """Retain one generated document, the engine embedding it; time each CPU stage.
+
+    ``torch_threads`` sets torch's intra-op threads for the process (``torch.set_num_threads``;
+    ``None`` keeps torch's default, one per core)."""
+    import torch
+
     import shared_core.retain.flow as flow
     from shared_core import MemoryEngine
     from shared_core.types import MemoryItem
+
+    if torch_threads is not None:
+        torch.set_num_threads(torch_threads)
+    load_start = [round(x, 2) for x in os.getloadavg()]
 
     text = prose_document(int(megabytes * 1_000_000))
     stages = {
@@ -371,6 +380,8 @@ def document_worker(megabytes: float, dsn: str) -> dict[str, Any]:
     prepare = seconds_of.pop("prepare_total_s", 0.0)
     return {
         "mode": "document",
+        "torch_threads": torch.get_num_threads(),
+        "loadavg": {"start": load_start, "end": [round(x, 2) for x in os.getloadavg()]},
         "bytes": len(text.encode()),
         "units": len(ids),
         "seconds": round(seconds, 2),
@@ -381,7 +392,9 @@ def document_worker(megabytes: float, dsn: str) -> dict[str, Any]:
     }
 
 
-def run_worker(mode: str, n: int, args: argparse.Namespace, dsn: str) -> dict[str, Any]:
+def run_worker(
+    mode: str, n: int, args: argparse.Namespace, dsn: str, torch_threads: int | None = None
+) -> dict[str, Any]:
     cmd = [
         sys.executable,
         str(Path(__file__).resolve()),
@@ -396,6 +409,7 @@ def run_worker(mode: str, n: int, args: argparse.Namespace, dsn: str) -> dict[st
         "--batch",
         str(args.batch),
         *(["--document-mb", str(args.document_mb)] if args.document_mb is not None else []),
+        *(["--torch-threads", str(torch_threads)] if torch_threads is not None else []),
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
@@ -479,12 +493,19 @@ def markdown(report: dict[str, Any]) -> str:
                 f"one memory into the {r['memories']:,} bank: ours p50 {r['single_retain_ms']['p50']} ms, "
                 f"plain one-row INSERT p50 {plain['single_insert_ms']['p50']} ms"
             )
-    doc = report.get("document")
-    if doc and "seconds" in doc:
+    for doc in report.get("documents") or ([report["document"]] if report.get("document") else []):
+        if "seconds" not in doc:
+            continue
         lines.append("")
         lines.append(
-            f"One {doc['bytes']:,}-byte document: {doc['units']:,} units in {doc['seconds']} s; "
+            f"One {doc['bytes']:,}-byte document (torch threads {doc.get('torch_threads')}): "
+            f"{doc['units']:,} units in {doc['seconds']} s; "
             + ", ".join(f"{k} {v}" for k, v in doc["stages_s"].items())
+            + (
+                f"; load {doc['loadavg']['start'][0]} -> {doc['loadavg']['end'][0]}"
+                if "loadavg" in doc
+                else ""
+            )
         )
     for n, bd in report.get("breakdown", {}).items():
         lines.append("")
@@ -495,9 +516,17 @@ def markdown(report: dict[str, Any]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000])
-    p.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
+    p.add_argument("--modes", nargs="+", default=list(MODES[:4]), choices=MODES)
     p.add_argument("--quick", action="store_true", help="1k memories, mode b only (part of `make bench`)")
     p.add_argument("--document-mb", type=float, default=None, help="retain one generated document of N MB")
+    p.add_argument(
+        "--torch-threads",
+        type=int,
+        nargs="+",
+        default=None,
+        help="document runs, one per value, in this order, each with torch's intra-op threads set "
+        "to it (default: one run with torch's default)",
+    )
     p.add_argument("--batch", type=int, default=1000, help="memories per retain call")
     p.add_argument("--data", type=Path, default=DEFAULT_DATA_PATH)
     p.add_argument("--out", type=Path, default=None)
@@ -514,7 +543,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 0
     if args.worker == "document":
-        print(json.dumps(document_worker(args.document_mb, args.dsn)))
+        threads = args.torch_threads[0] if args.torch_threads else None
+        print(json.dumps(document_worker(args.document_mb, args.dsn, torch_threads=threads)))
         return 0
     if args.worker:
         print(json.dumps(worker(args.worker, args.n, args.data, args.dsn, args.batch)))
@@ -551,10 +581,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         holder.stats("retain-probe")  # bootstraps the schema
         if args.document_mb is not None:
             args.sizes = []
-            empty_database(holder.dsn)
-            print(f"== one {args.document_mb} MB document", flush=True)
-            report["document"] = run_worker("document", 0, args, holder.dsn)
-            print(f"   {report['document']}", flush=True)
+            report["documents"] = []
+            for threads in args.torch_threads or [None]:
+                empty_database(holder.dsn)
+                print(f"== one {args.document_mb} MB document (torch threads {threads})", flush=True)
+                result = run_worker("document", 0, args, holder.dsn, threads)
+                print(f"   {result}", flush=True)
+                report["documents"].append(result)
+            report["document"] = report["documents"][0]
         for n in args.sizes:
             by_mode = {}
             for mode in args.modes:
