@@ -11,6 +11,11 @@ first words, and each CPU stage of the preparation by its function (``_timing.ti
 wall time, so a ``COPY`` includes the server's work (its index inserts, triggers, foreign-key
 checks) and the client's row formatting. With ``--bulk`` the preparation of the next batch runs
 in a worker thread while these run, so the sums overlap. No database row is changed by timing.
+
+``--fk-plans auto custom ...`` runs one load per value, in that order, each into a fresh bank:
+``auto`` is the library (writes checked by foreign keys run with reusable check plans,
+``retain/links.py fk_checked``), ``custom`` keeps the pool's ``force_custom_plan`` for them too
+(the library before that change: the same statements, the mode switch made a no-op).
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--bulk", action="store_true", help="retain_bulk instead of one retain per batch")
     p.add_argument("--data", type=Path, default=DEFAULT_DATA_PATH)
     p.add_argument("--data-dir", type=Path, default=None)
+    p.add_argument("--fk-plans", nargs="+", default=["auto"], choices=["auto", "custom"])
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args(argv)
     if not args.data.exists():
@@ -79,35 +85,48 @@ def main(argv: list[str] | None = None) -> int:
         (links, "link_weights"): "cpu link_weights (in-batch semantic pairs, temporal, causal)",
     }
     data_dir = args.data_dir or data_root("bench-retain-stages-pgdata")
+    generic = links.GENERIC_PLAN_CACHE_MODE
+    runs = []
     with MemoryEngine(data_dir=data_dir) as engine:
         engine.retain(items[:20], bank="retain-stages-warmup", progress=False)
-        bank = f"retain-stages-{time.time_ns()}"
-        load_start = [round(x, 2) for x in os.getloadavg()]
-        started = time.perf_counter()
-        with timed_calls(targets) as stages:
-            if args.bulk:
-                engine.retain_bulk(items, bank=bank, batch_size=args.batch, progress=False)
-            else:
-                for s in range(0, args.n, args.batch):
-                    engine.retain(items[s : s + args.batch], bank=bank, progress=False)
-        seconds = time.perf_counter() - started
-        with psycopg.connect(engine.dsn, autocommit=True) as conn:
-            conn.execute("DELETE FROM banks WHERE bank_id = %s", (bank,))
-    report = {
-        "n": args.n,
-        "batch": args.batch,
-        "bulk": args.bulk,
-        "seconds": round(seconds, 2),
-        "per_second": round(args.n / seconds, 1),
-        "loadavg": {"start": load_start, "end": [round(x, 2) for x in os.getloadavg()]},
-        "stages_s": {
-            k: {"seconds": round(sum(v) / 1e3, 2), "calls": len(v)}
-            for k, v in sorted(stages.items(), key=lambda kv: -sum(kv[1]))
-        },
-    }
-    print(f"{args.n} memories in {seconds:.1f} s ({args.n / seconds:.1f}/s), load {report['loadavg']}")
-    for label, s in report["stages_s"].items():
-        print(f"{s['seconds']:9.2f} s  x{s['calls']:<4d} {label}")
+        for variant in args.fk_plans:
+            # "custom": the same statements, the switch to 'auto' replaced by a no-op.
+            links.GENERIC_PLAN_CACHE_MODE = (
+                generic
+                if variant == "auto"
+                else "SELECT set_config('plan_cache_mode', current_setting('plan_cache_mode'), true)"
+            )
+            bank = f"retain-stages-{time.time_ns()}"
+            load_start = [round(x, 2) for x in os.getloadavg()]
+            started = time.perf_counter()
+            with timed_calls(targets) as stages:
+                if args.bulk:
+                    engine.retain_bulk(items, bank=bank, batch_size=args.batch, progress=False)
+                else:
+                    for s in range(0, args.n, args.batch):
+                        engine.retain(items[s : s + args.batch], bank=bank, progress=False)
+            seconds = time.perf_counter() - started
+            links.GENERIC_PLAN_CACHE_MODE = generic
+            with psycopg.connect(engine.dsn, autocommit=True) as conn:
+                conn.execute("DELETE FROM banks WHERE bank_id = %s", (bank,))
+            run = {
+                "fk_plans": variant,
+                "seconds": round(seconds, 2),
+                "per_second": round(args.n / seconds, 1),
+                "loadavg": {"start": load_start, "end": [round(x, 2) for x in os.getloadavg()]},
+                "stages_s": {
+                    k: {"seconds": round(sum(v) / 1e3, 2), "calls": len(v)}
+                    for k, v in sorted(stages.items(), key=lambda kv: -sum(kv[1]))
+                },
+            }
+            runs.append(run)
+            print(
+                f"fk plans {variant}: {args.n} memories in {seconds:.1f} s ({args.n / seconds:.1f}/s), "
+                f"load {run['loadavg']}"
+            )
+            for label, st in run["stages_s"].items():
+                print(f"{st['seconds']:9.2f} s  x{st['calls']:<4d} {label}")
+    report = {"n": args.n, "batch": args.batch, "bulk": args.bulk, "runs": runs}
     if args.out:
         write_json(args.out, report)
     return 0
