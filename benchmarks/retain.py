@@ -3,6 +3,8 @@
     .venv/bin/python benchmarks/retain.py --sizes 1000 10000 --out docs/benchmarks/retain.json
     .venv/bin/python benchmarks/retain.py --quick                  # 1k, mode b only
     .venv/bin/python benchmarks/retain.py --document-mb 1 --out docs/benchmarks/retain_document.json
+    .venv/bin/python benchmarks/retain.py --document-mb 0.25 --torch-threads 2 1 2 1   # torch threads A/B
+    .venv/bin/python benchmarks/retain.py --sizes 3000 --modes b-bulk b-bulk-2p b-precomputed
 
 Beside ours, in the same run on the same server: the plain pgvector load of the same vectors
 (``_plain.py``: COPY into a table with one HNSW index, created before the load and built after
