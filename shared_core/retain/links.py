@@ -169,10 +169,11 @@ COPY_LINKS = "COPY memory_links (bank_id, from_id, to_id, link_type, weight) FRO
 # row written (a link checks both its units, a mention its unit and entity). Pooled connections
 # set plan_cache_mode = force_custom_plan for recall's statements (storage/pools.py), and that
 # makes the server plan those checks again for every row: copying the 31,763 links of 1,000
-# LoCoMo turns took 7.6-8.8 s so against 0.6-0.9 s under 'auto' (same rows, same transaction
-# shape, three rounds alternating, load 11-12). So the writes checked row by row run under
-# 'auto', saved and put back around them (transaction-local settings), and the retain's other
-# statements keep the connection's mode. The saved value lives in a custom setting, so the
+# LoCoMo turns took 4.6-4.8 s so against 1.1-1.4 s under 'auto' (benchmarks/fk_plan_mode.py:
+# same rows, same transaction shape, three rounds alternating, load 11-12; inside whole
+# retains the links' COPY halved, retain_stages.py --fk-plans). So the writes checked row by
+# row run under 'auto', saved and put back around them (transaction-local settings), and the
+# retain's other statements keep the connection's mode. The saved value lives in a custom setting, so the
 # three statements need no result from one another and also fit in a pipeline.
 SAVE_PLAN_CACHE_MODE = """
 SELECT set_config('hindsight.saved_plan_cache_mode', current_setting('plan_cache_mode'), true)"""
