@@ -3,6 +3,8 @@
     .venv/bin/python benchmarks/retain.py --sizes 1000 10000 --out docs/benchmarks/retain.json
     .venv/bin/python benchmarks/retain.py --quick                  # 1k, mode b only
     .venv/bin/python benchmarks/retain.py --document-mb 1 --out docs/benchmarks/retain_document.json
+    .venv/bin/python benchmarks/retain.py --document-mb 0.25 --torch-threads 2 1 2 1   # torch threads A/B
+    .venv/bin/python benchmarks/retain.py --sizes 3000 --modes b-bulk b-bulk-2p b-precomputed
 
 Beside ours, in the same run on the same server: the plain pgvector load of the same vectors
 (``_plain.py``: COPY into a table with one HNSW index, created before the load and built after
@@ -23,7 +25,10 @@ Modes, each in a fresh bank and a fresh worker process (so peak RSS is per mode)
   extract_dates=False)``;
 * ``b-bulk``: as (b), through ``engine.retain_bulk`` (one transaction, ``--batch`` items per
   batch, each batch's extraction overlapping the previous batch's writes) instead of one
-  ``retain`` call per ``--batch`` memories.
+  ``retain`` call per ``--batch`` memories;
+* ``b-bulk-2p``: as ``b-bulk``, with spaCy spread over two worker processes
+  (``SpacyEntityExtractor(n_process=2)`` passed as the engine's ``entity_extractor``): the
+  extraction no longer shares the writing process's GIL, and uses a second core if one is free.
 
 Each worker warms its models up (a 20-memory retain into a scratch bank) before timing, then
 retains ``--batch`` memories per ``retain`` call. Database size: growth of
@@ -69,7 +74,7 @@ from _timing import timed_calls  # noqa: E402
 
 from shared_core.text import MONTH_NAMES  # noqa: E402
 
-MODES = ("a-everything", "b-precomputed", "c-no-extraction", "b-bulk")
+MODES = ("a-everything", "b-precomputed", "c-no-extraction", "b-bulk", "b-bulk-2p")
 BREAKDOWN_MODES = MODES[:3]
 TABLES = ("banks", "documents", "chunks", "memory_units", "entities", "unit_entities", "memory_links")
 TARGET_B = 1000.0
@@ -139,7 +144,12 @@ def worker(mode: str, n: int, data: Path, dsn: str, batch: int) -> dict[str, Any
         for i, (t, when) in enumerate(turns)
     ]
     rss_before = peak_rss_mb()
-    with MemoryEngine(dsn, config=config) as engine:
+    extractor = None
+    if mode == "b-bulk-2p":
+        from shared_core.extraction.entities import SpacyEntityExtractor
+
+        extractor = SpacyEntityExtractor(n_process=2)
+    with MemoryEngine(dsn, config=config, entity_extractor=extractor) as engine:
         # Warm-up: load every model the mode uses, outside the timing.
         warm = (
             items[:20]
@@ -150,7 +160,7 @@ def worker(mode: str, n: int, data: Path, dsn: str, batch: int) -> dict[str, Any
         size_before = db_size(dsn)
         bank = f"retain-{mode}-{n}"
         started = time.perf_counter()
-        if mode == "b-bulk":
+        if mode in ("b-bulk", "b-bulk-2p"):
             engine.retain_bulk(items, bank=bank, batch_size=batch, progress=False)
         else:
             for s in range(0, n, batch):
@@ -159,7 +169,7 @@ def worker(mode: str, n: int, data: Path, dsn: str, batch: int) -> dict[str, Any
         size_after = db_size(dsn)
         stats = engine.stats(bank)
         single: list[float] = []
-        if mode in ("b-precomputed", "b-bulk"):
+        if mode in ("b-precomputed", "b-bulk", "b-bulk-2p"):
             # An agent storing one chat turn into the loaded bank (its vector given).
             for i in range(SINGLE_RETAINS):
                 item = items[(i * 97) % n]
@@ -332,11 +342,20 @@ def prose_document(n_bytes: int, seed: int = 0) -> str:
     return "\n\n".join(paragraphs)
 
 
-def document_worker(megabytes: float, dsn: str) -> dict[str, Any]:
-    """Retain one generated document, the engine embedding it; time each CPU stage."""
+def document_worker(megabytes: float, dsn: str, *, torch_threads: int | None = None) -> dict[str, Any]:
+    """Retain one generated document, the engine embedding it; time each CPU stage.
+
+    ``torch_threads`` sets torch's intra-op threads for the process (``torch.set_num_threads``;
+    ``None`` keeps torch's default, one per core)."""
+    import torch
+
     import shared_core.retain.flow as flow
     from shared_core import MemoryEngine
     from shared_core.types import MemoryItem
+
+    if torch_threads is not None:
+        torch.set_num_threads(torch_threads)
+    load_start = [round(x, 2) for x in os.getloadavg()]
 
     text = prose_document(int(megabytes * 1_000_000))
     stages = {
@@ -363,6 +382,8 @@ def document_worker(megabytes: float, dsn: str) -> dict[str, Any]:
     prepare = seconds_of.pop("prepare_total_s", 0.0)
     return {
         "mode": "document",
+        "torch_threads": torch.get_num_threads(),
+        "loadavg": {"start": load_start, "end": [round(x, 2) for x in os.getloadavg()]},
         "bytes": len(text.encode()),
         "units": len(ids),
         "seconds": round(seconds, 2),
@@ -373,7 +394,9 @@ def document_worker(megabytes: float, dsn: str) -> dict[str, Any]:
     }
 
 
-def run_worker(mode: str, n: int, args: argparse.Namespace, dsn: str) -> dict[str, Any]:
+def run_worker(
+    mode: str, n: int, args: argparse.Namespace, dsn: str, torch_threads: int | None = None
+) -> dict[str, Any]:
     cmd = [
         sys.executable,
         str(Path(__file__).resolve()),
@@ -388,6 +411,7 @@ def run_worker(mode: str, n: int, args: argparse.Namespace, dsn: str) -> dict[st
         "--batch",
         str(args.batch),
         *(["--document-mb", str(args.document_mb)] if args.document_mb is not None else []),
+        *(["--torch-threads", str(torch_threads)] if torch_threads is not None else []),
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
@@ -471,12 +495,19 @@ def markdown(report: dict[str, Any]) -> str:
                 f"one memory into the {r['memories']:,} bank: ours p50 {r['single_retain_ms']['p50']} ms, "
                 f"plain one-row INSERT p50 {plain['single_insert_ms']['p50']} ms"
             )
-    doc = report.get("document")
-    if doc and "seconds" in doc:
+    for doc in report.get("documents") or ([report["document"]] if report.get("document") else []):
+        if "seconds" not in doc:
+            continue
         lines.append("")
         lines.append(
-            f"One {doc['bytes']:,}-byte document: {doc['units']:,} units in {doc['seconds']} s; "
+            f"One {doc['bytes']:,}-byte document (torch threads {doc.get('torch_threads')}): "
+            f"{doc['units']:,} units in {doc['seconds']} s; "
             + ", ".join(f"{k} {v}" for k, v in doc["stages_s"].items())
+            + (
+                f"; load {doc['loadavg']['start'][0]} -> {doc['loadavg']['end'][0]}"
+                if "loadavg" in doc
+                else ""
+            )
         )
     for n, bd in report.get("breakdown", {}).items():
         lines.append("")
@@ -487,9 +518,17 @@ def markdown(report: dict[str, Any]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000])
-    p.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
+    p.add_argument("--modes", nargs="+", default=list(MODES[:4]), choices=MODES)
     p.add_argument("--quick", action="store_true", help="1k memories, mode b only (part of `make bench`)")
     p.add_argument("--document-mb", type=float, default=None, help="retain one generated document of N MB")
+    p.add_argument(
+        "--torch-threads",
+        type=int,
+        nargs="+",
+        default=None,
+        help="document runs, one per value, in this order, each with torch's intra-op threads set "
+        "to it (default: one run with torch's default)",
+    )
     p.add_argument("--batch", type=int, default=1000, help="memories per retain call")
     p.add_argument("--data", type=Path, default=DEFAULT_DATA_PATH)
     p.add_argument("--out", type=Path, default=None)
@@ -506,7 +545,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 0
     if args.worker == "document":
-        print(json.dumps(document_worker(args.document_mb, args.dsn)))
+        threads = args.torch_threads[0] if args.torch_threads else None
+        print(json.dumps(document_worker(args.document_mb, args.dsn, torch_threads=threads)))
         return 0
     if args.worker:
         print(json.dumps(worker(args.worker, args.n, args.data, args.dsn, args.batch)))
@@ -543,10 +583,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         holder.stats("retain-probe")  # bootstraps the schema
         if args.document_mb is not None:
             args.sizes = []
-            empty_database(holder.dsn)
-            print(f"== one {args.document_mb} MB document", flush=True)
-            report["document"] = run_worker("document", 0, args, holder.dsn)
-            print(f"   {report['document']}", flush=True)
+            report["documents"] = []
+            for threads in args.torch_threads or [None]:
+                empty_database(holder.dsn)
+                print(f"== one {args.document_mb} MB document (torch threads {threads})", flush=True)
+                result = run_worker("document", 0, args, holder.dsn, threads)
+                print(f"   {result}", flush=True)
+                report["documents"].append(result)
+            report["document"] = report["documents"][0]
         for n in args.sizes:
             by_mode = {}
             for mode in args.modes:

@@ -188,6 +188,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="also retain each turn through the batch plan (staging table, COPY), alternating",
     )
+    p.add_argument(
+        "--compare-custom-fk-plans",
+        action="store_true",
+        help="also retain each turn with the foreign-key checks under the pool's force_custom_plan "
+        "(the library before retain/links.py fk_checked), alternating",
+    )
     p.add_argument("--out", type=Path, default=None)
     p.add_argument(
         "--bank",
@@ -209,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     from recall_latency import ensure_bank
 
     from shared_core import EngineConfig, MemoryEngine
-    from shared_core.retain import flow
+    from shared_core.retain import flow, links
     from shared_core.retain.small import is_small
     from shared_core.types import MemoryItem
 
@@ -232,6 +238,7 @@ def main(argv: list[str] | None = None) -> int:
         noisy = [v + rng.normal(0, 0.02, size=v.shape[0]).astype(np.float32) for v in picks]
         ours: list[float] = []
         batch: list[float] = []
+        custom_fk: list[float] = []
         plain: list[float] = []
         stages: dict[str, list[float]] = {}
         config = EngineConfig(extract_entities=False, extract_dates=False) if args.no_extraction else None
@@ -259,9 +266,22 @@ def main(argv: list[str] | None = None) -> int:
                         mentioned_at=dt.datetime(2024, 6, 1, tzinfo=dt.UTC) + dt.timedelta(hours=i),
                         embedding=noisy[i].tolist(),
                     )
-                    t0 = time.perf_counter()
-                    ids += engine.retain([item], bank=bank, progress=False)
-                    ours.append((time.perf_counter() - t0) * 1e3)
+                    # Ours and the custom-plan variant in alternating order: the second retain of
+                    # the same turn finds warmer pages.
+                    order = ["ours", "custom"] if i % 2 == 0 else ["custom", "ours"]
+                    for which in order if args.compare_custom_fk_plans else ["ours"]:
+                        generic = links.GENERIC_PLAN_CACHE_MODE
+                        if which == "custom":
+                            links.GENERIC_PLAN_CACHE_MODE = (  # a no-op in its place
+                                "SELECT set_config('plan_cache_mode', "
+                                "current_setting('plan_cache_mode'), true)"
+                            )
+                        try:
+                            t0 = time.perf_counter()
+                            ids += engine.retain([item], bank=bank, progress=False)
+                            (ours if which == "ours" else custom_fk).append((time.perf_counter() - t0) * 1e3)
+                        finally:
+                            links.GENERIC_PLAN_CACHE_MODE = generic
                     if args.compare_batch:
                         flow.is_small = lambda request: False
                         try:
@@ -284,6 +304,8 @@ def main(argv: list[str] | None = None) -> int:
             report["batch_path_ratio_p50"] = round(
                 report["batch_path_ms"]["p50"] / report["plain_insert_ms"]["p50"], 2
             )
+        if custom_fk:
+            report["custom_fk_plans_ms"] = _describe(custom_fk)
         if stages:
             report["profile_ms"] = {
                 k: {"p50": round(statistics.median(v), 2), "per_retain": round(len(v) / args.count, 2)}

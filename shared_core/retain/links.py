@@ -23,6 +23,7 @@ import uuid
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -44,6 +45,9 @@ __all__ = [
     "cue_causal_links",
     "entity_mentions",
     "entity_plan",
+    "fk_checked",
+    "fk_plan_restore",
+    "fk_plan_settings",
     "known_mentions",
     "link_plan",
     "link_weights",
@@ -160,6 +164,48 @@ SELECT r::text AS id FROM unnest(%(ids)s::uuid[]) AS r
 WHERE NOT EXISTS (SELECT 1 FROM memory_units u WHERE u.bank_id = %(bank)s AND u.id = r)"""
 
 COPY_LINKS = "COPY memory_links (bank_id, from_id, to_id, link_type, weight) FROM STDIN"
+
+# Foreign-key checks are statements the server prepares once per connection and runs for every
+# row written (a link checks both its units, a mention its unit and entity). Pooled connections
+# set plan_cache_mode = force_custom_plan for recall's statements (storage/pools.py), and that
+# makes the server plan those checks again for every row: copying the 31,763 links of 1,000
+# LoCoMo turns took 4.6-4.8 s so against 1.1-1.4 s under 'auto' (benchmarks/fk_plan_mode.py:
+# same rows, same transaction shape, three rounds alternating, load 11-12; inside whole
+# retains the links' COPY halved, retain_stages.py --fk-plans). So the writes checked row by
+# row run under 'auto', saved and put back around them (transaction-local settings), and the
+# retain's other statements keep the connection's mode. The saved value lives in a custom setting, so the
+# three statements need no result from one another and also fit in a pipeline.
+SAVE_PLAN_CACHE_MODE = """
+SELECT set_config('hindsight.saved_plan_cache_mode', current_setting('plan_cache_mode'), true)"""
+GENERIC_PLAN_CACHE_MODE = "SELECT set_config('plan_cache_mode', 'auto', true)"
+RESTORE_PLAN_CACHE_MODE = """
+SELECT set_config('plan_cache_mode', current_setting('hindsight.saved_plan_cache_mode'), true)"""
+
+
+def fk_plan_settings() -> tuple[Query, Query]:
+    """The statements before a write whose rows are checked by foreign keys: save the plan
+    cache mode, then let the checks' plans be reused (:data:`GENERIC_PLAN_CACHE_MODE`)."""
+    return (
+        Query(SAVE_PLAN_CACHE_MODE, fetch="none"),
+        Query(GENERIC_PLAN_CACHE_MODE, fetch="none"),
+    )
+
+
+def fk_plan_restore() -> Query:
+    """The statement after such a write: the plan cache mode saved before it."""
+    return Query(RESTORE_PLAN_CACHE_MODE, fetch="none")
+
+
+def fk_checked(op: Query | Copy) -> Plan[Any]:
+    """Run ``op`` (a write checked row by row by foreign keys) with reusable check plans and
+    return its result; the plan cache mode is back to the connection's afterwards."""
+    # Not ``yield from``: the runner sends each statement's result back, which a tuple's
+    # iterator cannot take.
+    for setting in fk_plan_settings():  # noqa: UP028
+        yield setting
+    result = yield op
+    yield fk_plan_restore()
+    return result
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -345,7 +391,7 @@ def entity_plan(
         return
     pairs = sorted(found)
     yield count_mentions_query(bank, units, pairs)
-    yield Copy(COPY_UNIT_ENTITIES, [(bank, u, e) for u, e in pairs])
+    yield from fk_checked(Copy(COPY_UNIT_ENTITIES, [(bank, u, e) for u, e in pairs]))
 
 
 def batch_semantic_pairs(
@@ -486,7 +532,7 @@ def link_plan(
     # Sorted by key: a stable lock order between concurrent retains.
     ordered = sorted(weights.items())
     if ordered:
-        yield Copy(COPY_LINKS, [(bank, s, t, kind, w) for (s, t, kind), w in ordered])
+        yield from fk_checked(Copy(COPY_LINKS, [(bank, s, t, kind, w) for (s, t, kind), w in ordered]))
     return len(ordered)
 
 

@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from shared_core.errors import InvalidItemError
-from shared_core.retain.links import entity_plan, link_plan
+from shared_core.retain.links import entity_plan, fk_checked, link_plan
 from shared_core.retain.prepare import PreparedChunk, PreparedUnit
 from shared_core.storage.locks import CLAIM_BANK_STATS
 from shared_core.storage.plan import Copy, Plan, Query
@@ -211,8 +211,13 @@ def retain_plan(request: RetainRequest, vectors: npt.NDArray[np.float32]) -> Pla
             for i, u in enumerate(units)
         ],
     )
-    yield Query(
-        INSERT_UNITS, {"bank": request.bank, "ts_config": request.ts_config, "now": request.now}, fetch="none"
+    # The units' own foreign keys (bank, document, chunk) are checked row by row too.
+    yield from fk_checked(
+        Query(
+            INSERT_UNITS,
+            {"bank": request.bank, "ts_config": request.ts_config, "now": request.now},
+            fetch="none",
+        )
     )
     yield from entity_plan(
         request.bank,

@@ -40,6 +40,8 @@ from shared_core.retain.links import (
     causal_links,
     count_mentions_query,
     entity_mentions,
+    fk_plan_restore,
+    fk_plan_settings,
     known_mentions,
     link_weights,
     mention_grams,
@@ -278,6 +280,11 @@ def small_retain_plan(request: RetainRequest, vectors: npt.NDArray[np.float32]) 
         )
     if third:
         # Sent with the commit (or the caller's next statement, when this plan is part of a
-        # larger one): no round trip of its own.
-        yield Pipeline(tuple(third), wait=False)
+        # larger one): no round trip of its own. The mentions' and links' rows are checked by
+        # foreign keys, row by row: those two run with reusable check plans
+        # (links.fk_plan_settings); the mention counts' UPDATE reads entities, so it keeps the
+        # connection's mode, as every other statement of the retain does.
+        counted = third[:1] if found else []
+        checked = third[len(counted) :]
+        yield Pipeline((*counted, *fk_plan_settings(), *checked, fk_plan_restore()), wait=False)
     return ids
