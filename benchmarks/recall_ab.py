@@ -1,0 +1,132 @@
+"""A/B recall latency of two source trees on one bank, calls interleaved (A, B, A, B, ...).
+
+    HINDSIGHT_BENCH_PGDATA=... .venv/bin/python benchmarks/recall_ab.py \
+        --a /path/to/baseline/tree --b . --size 100000 --calls 60
+
+Each tree runs in a worker process of its own (this interpreter, ``PYTHONPATH`` = the tree),
+on the same embedded server; the driver sends both the same query in turn, so both see the same
+load. Prints p50/p95 per stage and of the headline (total without query embedding and rerank)
+for each side, the blocking network waits per recall (``Connection.wait`` calls: round trips,
+roughly; every connection of the process counted), the load average, and whether both returned
+the same memories with the same scores for every query.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+_WORKER = r"""
+import json, os, sys, threading
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+sys.path.insert(0, sys.argv[2] + "/benchmarks")
+import psycopg
+from _corpus import CORPUS_VERSION, make_queries
+from shared_core import EngineConfig, MemoryEngine
+
+waits = [0]
+lock = threading.Lock()
+original = psycopg.Connection.wait
+def counting(self, gen, *a, **k):
+    with lock:
+        waits[0] += 1
+    return original(self, gen, *a, **k)
+psycopg.Connection.wait = counting
+
+size = int(sys.argv[1])
+bank = f"bench-latency-v{CORPUS_VERSION}-{size}"
+queries = make_queries()
+with MemoryEngine(data_dir=os.environ["HINDSIGHT_BENCH_PGDATA"],
+                  config=EngineConfig(extract_entities=False, extract_dates=False)) as engine:
+    print("ready", flush=True)
+    for line in sys.stdin:
+        i = int(line)
+        waits[0] = 0
+        r = engine.recall(queries.texts[i % len(queries.texts)], bank=bank,
+                          query_timestamp=queries.query_time, reranker="none", trace=True)
+        print(json.dumps({"t": r.trace.timings_ms, "waits": waits[0],
+                          "ids": [m.id for m in r.memories], "scores": [m.score for m in r.memories]}),
+              flush=True)
+"""
+
+
+def _worker(tree: Path, size: int) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _WORKER, str(size), str(tree)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=tree,
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "ready"
+    return proc
+
+
+def _ask(proc: subprocess.Popen[str], i: int) -> dict[str, Any]:
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(f"{i}\n")
+    proc.stdin.flush()
+    result: dict[str, Any] = json.loads(proc.stdout.readline())
+    return result
+
+
+def main() -> int:
+    from recall_latency import summarise
+
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--a", type=Path, required=True)
+    p.add_argument("--b", type=Path, required=True)
+    p.add_argument("--size", type=int, default=100_000)
+    p.add_argument("--calls", type=int, default=60)
+    p.add_argument("--warmup", type=int, default=3)
+    args = p.parse_args()
+    a, b = _worker(args.a.resolve(), args.size), _worker(args.b.resolve(), args.size)
+    loads = [os.getloadavg()[0]]
+    got: dict[str, list[dict[str, Any]]] = {"A": [], "B": []}
+    differ = []
+    for i in range(args.warmup + args.calls):
+        # alternate which side goes first, so neither always follows the other
+        order = [("A", a), ("B", b)] if i % 2 == 0 else [("B", b), ("A", a)]
+        out = {name: _ask(proc, i) for name, proc in order}
+        if (out["A"]["ids"], out["A"]["scores"]) != (out["B"]["ids"], out["B"]["scores"]):
+            differ.append(i)
+        if i >= args.warmup:
+            for name in ("A", "B"):
+                got[name].append(out[name])
+        if i % 10 == 0:
+            loads.append(os.getloadavg()[0])
+    for proc in (a, b):
+        assert proc.stdin is not None
+        proc.stdin.close()
+        proc.wait()
+    print(f"size {args.size}, {args.calls} calls per side, load avg {min(loads):.2f}-{max(loads):.2f}")
+    print(f"A = {args.a}\nB = {args.b}")
+    sa, sb = summarise([r["t"] for r in got["A"]]), summarise([r["t"] for r in got["B"]])
+    for stage in dict.fromkeys([*sa, *sb]):
+        fa, fb = sa.get(stage), sb.get(stage)
+        cell = lambda s: f"p50 {s['p50']:7.2f} p95 {s['p95']:7.2f} n {s['n']:3d}" if s else " " * 29  # noqa: E731
+        print(f"  {stage:30s} A {cell(fa)} | B {cell(fb)}")
+    wa = sorted(r["waits"] for r in got["A"])
+    wb = sorted(r["waits"] for r in got["B"])
+    print(f"  network waits per recall (median): A {wa[len(wa) // 2]} | B {wb[len(wb) // 2]}")
+    print(
+        f"  identical results (ids and scores): {args.warmup + args.calls - len(differ)} of "
+        f"{args.warmup + args.calls}; differ at {differ}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
