@@ -627,7 +627,9 @@ def _lengthen(
     runs from ~40 to ~400 words), and a long introduction that states the whole career's first
     and last year (it spans every year a question names without answering any). What a model
     trained on chat turns may have learnt wrongly here: that a long text, a text stating many
-    years or one whose years span the question's year is the evidence."""
+    years or one whose years span the question's year is the evidence. The other paragraphs
+    (the distractors, the personal one) get as much filler as a stint, so length says nothing
+    about which paragraph is the evidence."""
     name, pron, poss, topic = person["name"], person["pron"], person["poss"], person["topic"]
     merged: list[tuple[str, str]] = []
     where: dict[str, str] = {}
@@ -653,8 +655,11 @@ def _lengthen(
                 _sentence(rng, f, name, pron, poss, topic) for f in rng.sample(_FILLER, rng.randint(2, 6))
             )
             merged.append((key, f"{text} {pron.capitalize()} was active from {first} to {last}. {extra}"))
-        else:
-            merged.append((key, text))
+        else:  # the distractors and the personal paragraph: as long as the evidence can be
+            extra = " ".join(
+                _sentence(rng, f, name, pron, poss, topic) for f in rng.sample(_FILLER, rng.randint(1, 10))
+            )
+            merged.append((key, f"{text} {extra}"))
     return merged, [(q, c, where.get(k, k)) for q, c, k in questions]
 
 

@@ -9,6 +9,7 @@ R@1/5/10 per category, and precision / recall of "score >= 0.5" over the candida
     .venv/bin/python benchmarks/reranker_data.py --conversations all      # once (~6-10 min)
     .venv/bin/python benchmarks/reranker_data.py --dataset dated           # once (~3 min)
     .venv/bin/python benchmarks/reranker_data.py --dataset dated-hard      # once (~4 min)
+    .venv/bin/python benchmarks/reranker_data.py --dataset dated-long      # once (~4 min)
     .venv/bin/python benchmarks/train_reranker.py                          # report only
     .venv/bin/python benchmarks/train_reranker.py --write                  # ship the weights
     .venv/bin/python benchmarks/train_reranker.py --compare                # feature-set table
@@ -292,14 +293,14 @@ def _row(name: str, table: dict[str, dict[str, float]], groups: Sequence[str]) -
 def report(
     train: Sequence[QuestionData],
     held: Sequence[QuestionData],
-    dated: Sequence[QuestionData],
+    dated: dict[str, list[QuestionData]],
     scorer: LearnedScorer,
 ) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, qs, cats in (
         ("locomo 0-4 (train)", train, LOCOMO_CATEGORIES),
         ("locomo 5-9 (held out)", held, LOCOMO_CATEGORIES),
-        ("dated paragraphs", dated, DATED_CATEGORIES),
+        *((f"{n} (own non-chat set)", d, DATED_CATEGORIES) for n, d in dated.items()),
     ):
         if not qs:
             continue
@@ -396,7 +397,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--compare", action="store_true", help="table of feature-set variants")
     p.add_argument("--out", type=Path, default=None, help="JSON report")
     p.add_argument(
-        "--dated", default="dated-hard", help="generated set to report on (benchmarks/dated_paragraphs.py)"
+        "--dated",
+        nargs="*",
+        default=["dated-hard", "dated-long"],
+        help="generated sets to report on (benchmarks/dated_paragraphs.py)",
     )
     p.add_argument(
         "--shipped",
@@ -409,22 +413,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     if len(present) < len(HELD_OUT):
         print(f"(held out: only conversations {present} are extracted)", file=sys.stderr)
     held = load("locomo", present, args.data_dir)
-    try:
-        dated = load(args.dated, DATED, args.data_dir)
-    except FileNotFoundError as exc:
-        print(f"(no dated-paragraph data: {exc})", file=sys.stderr)
-        dated = []
+    dated: dict[str, list[QuestionData]] = {}
+    for name in args.dated:
+        try:
+            dated[name] = load(name, DATED, args.data_dir)
+        except FileNotFoundError as exc:
+            print(f"(no {name} data: {exc})", file=sys.stderr)
     if args.compare:
-        print("| features | l2 | LOO R@10 0-4 | 5-9 R@1/R@10 | dated R@1/R@10 |\n|---|---:|---:|---:|---:|")
+        print(
+            "| features | l2 | LOO R@10 0-4 | 5-9 R@1/R@10 (multi-hop R@10) | "
+            + " | ".join(f"{n} R@1/R@10" for n in dated)
+            + " |\n|---|---:|---:|---:|"
+            + "---:|" * len(dated)
+        )
         for name, feats in VARIANTS.items():
             for l2 in (0.1, 1.0, 10.0):
                 model = fit(train, feats, l2)
-                h = evaluate(held, model, LOCOMO_CATEGORIES)["overall"]
-                d = evaluate(dated, model, DATED_CATEGORIES)["overall"] if dated else None
-                dcell = f"{d['R@1']} / {d['R@10']}" if d else "–"
+                h = evaluate(held, model, LOCOMO_CATEGORIES)
+                cells = [evaluate(d, model, DATED_CATEGORIES)["overall"] for d in dated.values()]
                 print(
                     f"| {name} | {l2:g} | {leave_one_out(train, feats, l2)} | "
-                    f"{h['R@1']} / {h['R@10']} | {dcell} |",
+                    f"{h['overall']['R@1']} / {h['overall']['R@10']} ({h['multi-hop']['R@10']}) | "
+                    + " | ".join(f"{c['R@1']} / {c['R@10']}" for c in cells)
+                    + " |",
                     flush=True,
                 )
         return 0

@@ -254,6 +254,13 @@ def _row(
     ]
 
 
+# Scale-free forms of the cosine, the coverage and the length: each candidate against the other
+# candidates of the same query, so a model trained on short chat turns does not carry their
+# absolute scale (a paragraph's cosines, its coverage of the question and its length all run
+# higher or lower than a chat turn's) to other text. Computed from the absolute columns by
+# :func:`_relative`, in both featurize paths.
+_RELATIVE: Final = ("cosine_z", "term_cover_over_best", "name_cover_over_best", "log_words_rel")
+
 FEATURE_NAMES: Final[tuple[str, ...]] = (
     "intercept",
     "log1p_position",
@@ -274,6 +281,7 @@ FEATURE_NAMES: Final[tuple[str, ...]] = (
     "when_and_year_stated",
     "log_words",
     "dated_evidence_rr",
+    *_RELATIVE,
 )
 """Every feature :func:`featurize` computes, in column order; a model uses a subset."""
 
@@ -289,7 +297,7 @@ def featurize(query: QuerySignals, candidates: Sequence[CandidateSignals]) -> np
 
     >>> q = QuerySignals.from_query("Who plays violin?", None)
     >>> featurize(q, [CandidateSignals(position=0, rrf=0.02, cosine=0.5, text="x")]).shape
-    (1, 26)
+    (1, 30)
     """
     n = len(candidates)
     if not n:
@@ -379,8 +387,28 @@ def featurize(query: QuerySignals, candidates: Sequence[CandidateSignals]) -> np
         put(np.where(np.isnan(temporal), 0.0, _RRF_K / (_RRF_K + temporal)))
     else:
         col += 1
+    col += len(_RELATIVE)
     assert col == len(FEATURE_NAMES), "a feature column is missing"
+    _relative(out)
     return out
+
+
+_COLUMN: Final = {name: i for i, name in enumerate(FEATURE_NAMES)}
+
+
+def _relative(out: npt.NDArray[np.float64]) -> None:
+    """Fill the :data:`_RELATIVE` columns of ``out`` (one query's rows) from its absolute ones:
+    the cosine as a z-score within the query, coverage over the query's best coverage, the log
+    word count minus the query's median."""
+    cosine = out[:, _COLUMN["cosine"]]
+    spread = float(cosine.std())
+    out[:, _COLUMN["cosine_z"]] = (cosine - cosine.mean()) / spread if spread > 1e-9 else 0.0
+    for name in ("term_cover", "name_cover"):
+        cover = out[:, _COLUMN[name]]
+        best = float(cover.max())
+        out[:, _COLUMN[f"{name}_over_best"]] = cover / best if best > 0 else 0.0
+    words = out[:, _COLUMN["log_words"]]
+    out[:, _COLUMN["log_words_rel"]] = words - np.median(words)
 
 
 # math.log of the clipped word count and math.log1p of small positions, as tables: numpy's
@@ -457,13 +485,15 @@ def _featurize_rows(query: QuerySignals, candidates: Sequence[CandidateSignals])
     keywords = [max(c.arm_scores.get("keyword", 0.0), 0.0) for c in candidates]
     best_cosine, best_keyword = max(cosines), max(keywords)
     best_rrf = max(c.rrf for c in candidates)
-    return np.asarray(
+    out = np.asarray(
         [
-            _row(query, c, cos, best_cosine, kw, best_keyword, best_rrf)
+            [*_row(query, c, cos, best_cosine, kw, best_keyword, best_rrf), *(0.0 for _ in _RELATIVE)]
             for c, cos, kw in zip(candidates, cosines, keywords, strict=True)
         ],
         dtype=np.float64,
     )
+    _relative(out)
+    return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
