@@ -628,7 +628,7 @@ def _lengthen(
     and last year (it spans every year a question names without answering any). What a model
     trained on chat turns may have learnt wrongly here: that a long text, a text stating many
     years or one whose years span the question's year is the evidence. The other paragraphs
-    (the distractors, the personal one) get as much filler as a stint, so length says nothing
+    (the distractors, the personal one) get as much filler as a stint, so length says little
     about which paragraph is the evidence."""
     name, pron, poss, topic = person["name"], person["pron"], person["poss"], person["topic"]
     merged: list[tuple[str, str]] = []
