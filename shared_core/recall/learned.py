@@ -17,8 +17,13 @@ evidence than not" (the precision and recall it gave on held-out conversations a
 docs/benchmarks.md).
 
 Features are deliberately the general kind: no recency (questions about a long history are not
-about its end), text length only as a bounded log, scores normalised within the query (a
-cosine of 0.4 means little alone, 0.05 below the best cosine of the query means a lot).
+about its end), and what varies with the kind of text (chat turns or encyclopedia paragraphs)
+only relative to the other candidates of the same query: the cosine as a z-score and as the
+distance to the query's best, coverage of the question over the best coverage among the
+candidates, the length as the log word count minus the query's median (a cosine of 0.4 means
+little alone, 0.05 below the best cosine of the query means a lot; a paragraph covers more of a
+question than a chat turn does just by being longer). The absolute forms are still computed
+(:data:`FEATURE_NAMES`) for comparison; which ones the shipped model reads is in its JSON.
 
 >>> import datetime as dt
 >>> scorer = LearnedScorer.default()
