@@ -1,7 +1,9 @@
 """Train the learned reranker (shared_core/recall/learned.py) and measure it against passthrough.
 
-Logistic regression with L2, fitted by Newton's method in numpy (deterministic: no random
-state, no sampling), on the fused candidates of LoCoMo conversations 0–4 only. Reported on
+Logistic regression with L2, fitted by Newton's method in numpy (deterministic), on the fused
+candidates of LoCoMo conversations 0–4 (and EXTRA_TRAIN), then recalibrated by the candidate
+list's length on those lists plus seeded small subsamples of them (fit_size_calibrated), so a
+bank of five memories gets calibrated probabilities too. Reported on
 held-out conversations 5–9 and on our own dated-paragraph set (benchmarks/dated_paragraphs.py),
 both against the order recall returned in passthrough mode on the same candidates:
 R@1/5/10 per category, and precision / recall of "score >= 0.5" over the candidates.
@@ -22,6 +24,7 @@ on conversations 5-9), the calibration bins and the scoring time; docs/benchmark
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import itertools
 import shlex
@@ -39,6 +42,7 @@ import numpy.typing as npt
 from _report import write_json
 from reranker_data import DEFAULT_DATA_DIR, data_file, load_rows
 
+from shared_core.config import DEFAULT_ARM_WEIGHTS, DEFAULT_RRF_K
 from shared_core.recall.learned import (
     FEATURE_NAMES,
     CandidateSignals,
@@ -46,7 +50,7 @@ from shared_core.recall.learned import (
     QuerySignals,
     featurize,
 )
-from shared_core.types import TimeWindow
+from shared_core.types import ARM_NAMES, TimeWindow
 
 WEIGHTS_PATH = Path(__file__).resolve().parent.parent / "shared_core" / "recall" / "learned_reranker.json"
 TRAIN = tuple(range(0, 5))
@@ -91,6 +95,8 @@ DEFAULT_FEATURES: tuple[str, ...] = (
     # without (stored traces, same candidates), 0-4 overall unchanged (72.0)
     "dated_evidence_rr",
     "log_words_rel",
+    # with the small candidate lists (small_lists): the list's length, see learned.py
+    "log_candidates",
 )
 # The feature set shipped before the scale-free one (for --compare).
 ABSOLUTE_FEATURES: tuple[str, ...] = tuple(
@@ -98,8 +104,17 @@ ABSOLUTE_FEATURES: tuple[str, ...] = tuple(
         f, f
     )
     for f in DEFAULT_FEATURES
-    if f != "log_words_rel"
+    if f not in {"log_words_rel", "log_candidates"}
 )
+# Small candidate lists for the calibration stage (small_lists, fit_size_calibrated): what
+# recall finds in a bank of a few memories. Sizes uniform in SMALL_SIZES, SMALL_PER_QUESTION
+# lists per training question, each evidence candidate kept with probability SMALL_GOLD_P (the
+# rest random non-evidence), seeded. Not tuned: set before measuring (they move only the
+# probabilities, never the order within a list); on held-out 5-7 small lists drawn the same way
+# (seed 1) the calibration bins are in the report.
+SMALL_SIZES = (1, 30)
+SMALL_PER_QUESTION = 4
+SMALL_GOLD_P = 0.7
 DEFAULT_L2 = 1.0  # per-row-sum penalty on standardised coefficients (tuned on 0-4)
 LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 DATED_CATEGORIES = {1: "year", 2: "season-month", 3: "relative", 4: "untimed"}
@@ -115,6 +130,8 @@ class QuestionData:
     dia_ids: tuple[str, ...]  # per candidate, in fused order
     evidence: frozenset[str]
     passthrough: tuple[str, ...]  # dia_ids in the order recall returned them
+    query: QuerySignals | None = None  # what featurize read (for small_lists)
+    signals: tuple[CandidateSignals, ...] = ()
 
 
 def _dt(value: str | None) -> dt.datetime | None:
@@ -164,8 +181,68 @@ def questions_of(block: dict[str, Any]) -> list[QuestionData]:
                 dia_ids=dia,
                 evidence=evidence,
                 passthrough=tuple(str(memories[i]["dia_id"]) for i in q["passthrough"]),
+                query=query,
+                signals=tuple(signals),
             )
         )
+    return out
+
+
+def _subsample(q: QuestionData, keep: npt.NDArray[np.intp]) -> QuestionData:
+    """``q`` as if recall had found only the candidates ``keep`` (indices in fused order): a
+    smaller bank's candidate list. Positions and each arm's ranks are renumbered within the
+    subsample (the order kept), the RRF score recomputed from the new ranks with the default arm
+    weights; the cosines, raw arm scores, texts and dates stay; the features are recomputed by
+    featurize, so the relative ones (z-score, over-best, relative length) are over the subsample."""
+    assert q.query is not None
+    kept = [q.signals[i] for i in sorted(keep.tolist())]
+    ranks: list[dict[Any, int]] = [{} for _ in kept]
+    for arm in ARM_NAMES:
+        found = sorted((c.ranks[arm], i) for i, c in enumerate(kept) if arm in c.ranks)
+        for new, (_, i) in enumerate(found, start=1):
+            ranks[i][arm] = new
+    signals = [
+        dataclasses.replace(
+            c,
+            position=i,
+            ranks=r,
+            rrf=sum(DEFAULT_ARM_WEIGHTS[a] / (DEFAULT_RRF_K + k) for a, k in r.items()),
+        )
+        for i, (c, r) in enumerate(zip(kept, ranks, strict=True))
+    ]
+    dia = tuple(q.dia_ids[i] for i in sorted(keep.tolist()))
+    return dataclasses.replace(
+        q,
+        x=featurize(q.query, signals),
+        labels=np.asarray([d in q.evidence for d in dia], dtype=np.float64),
+        dia_ids=dia,
+        passthrough=dia,
+        signals=tuple(signals),
+    )
+
+
+def small_lists(
+    questions: Sequence[QuestionData], per_question: int, gold_p: float, seed: int = 0
+) -> list[QuestionData]:
+    """``per_question`` subsamples of each question's candidate list, of SMALL_SIZES candidates
+    (uniform): each evidence candidate kept with probability ``gold_p``, the rest drawn at random
+    from the other candidates. Recall on a bank of a few memories finds only a few candidates,
+    and the relative features (the best candidate's cosine z-score, say) run narrower over two
+    candidates than over 300; without such rows the scores of a tiny bank were not calibrated
+    (a clear match in a bank of five memories, two of them found: 0.30)."""
+    rng = np.random.default_rng(seed)
+    out: list[QuestionData] = []
+    for q in questions:
+        n = len(q.labels)
+        gold = np.flatnonzero(q.labels > 0)
+        other = np.flatnonzero(q.labels == 0)
+        for _ in range(per_question):
+            size = int(rng.integers(SMALL_SIZES[0], SMALL_SIZES[1] + 1))
+            if n <= size:
+                continue
+            g = gold[rng.random(len(gold)) < gold_p]
+            rest = rng.choice(other, size=min(max(size - len(g), 0), len(other)), replace=False)
+            out.append(_subsample(q, np.concatenate([g, rest]).astype(np.intp)))
     return out
 
 
@@ -173,15 +250,9 @@ def load(dataset: str, indices: Iterable[int], data_dir: Path) -> list[QuestionD
     return [q for block in load_rows(data_dir, dataset, list(indices)) for q in questions_of(block)]
 
 
-def fit(questions: Sequence[QuestionData], features: Sequence[str], l2: float) -> LearnedScorer:
-    """L2-regularised logistic regression by Newton's method on standardised features."""
-    cols = [FEATURE_NAMES.index(f) for f in features]
-    x = np.concatenate([q.x[:, cols] for q in questions])
-    y = np.concatenate([q.labels for q in questions])
-    mean = x.mean(axis=0)
-    scale = x.std(axis=0)
-    scale[scale < 1e-9] = 1.0
-    z = np.hstack([np.ones((len(x), 1)), (x - mean) / scale])
+def _newton(z: npt.NDArray[np.float64], y: npt.NDArray[np.float64], l2: float) -> npt.NDArray[np.float64]:
+    """L2-regularised logistic regression by Newton's method; column 0 of ``z`` is the
+    intercept (not shrunk)."""
     w = np.zeros(z.shape[1])
     penalty = np.full(z.shape[1], l2)
     penalty[0] = 0.0  # the intercept is not shrunk
@@ -193,7 +264,62 @@ def fit(questions: Sequence[QuestionData], features: Sequence[str], l2: float) -
         w -= step
         if float(np.max(np.abs(step))) < 1e-8:
             break
+    return w
+
+
+def fit(questions: Sequence[QuestionData], features: Sequence[str], l2: float) -> LearnedScorer:
+    """L2-regularised logistic regression by Newton's method on standardised features."""
+    cols = [FEATURE_NAMES.index(f) for f in features]
+    x = np.concatenate([q.x[:, cols] for q in questions])
+    y = np.concatenate([q.labels for q in questions])
+    mean = x.mean(axis=0)
+    scale = x.std(axis=0)
+    scale[scale < 1e-9] = 1.0
+    z = np.hstack([np.ones((len(x), 1)), (x - mean) / scale])
+    w = _newton(z, y, l2)
     return LearnedScorer(features=tuple(features), mean=mean, scale=scale, coef=w[1:], intercept=float(w[0]))
+
+
+SIZE_FEATURE = "log_candidates"
+
+
+def fit_size_calibrated(
+    questions: Sequence[QuestionData], small: Sequence[QuestionData], features: Sequence[str], l2: float
+) -> LearnedScorer:
+    """Two stages, one linear model. Stage 1 ranks: :func:`fit` on the full candidate lists
+    (``questions``) over ``features`` without :data:`SIZE_FEATURE`. Stage 2 calibrates: a
+    logistic regression of the labels on (stage-1 logit, log of the list's length) over the
+    full lists and the ``small`` ones (:func:`small_lists`). The result is stage 1's
+    coefficients times stage 2's slope, plus the size term: within one query the list's length
+    is a constant, so the order of every list is stage 1's (held-out R@k unchanged), while the
+    probabilities are calibrated on a list of two candidates as on one of 300."""
+    ranking = fit(questions, [f for f in features if f != SIZE_FEATURE], l2)
+    if SIZE_FEATURE not in features or not small:
+        return ranking
+    rows = [*questions, *small]
+    col = FEATURE_NAMES.index(SIZE_FEATURE)
+    logit = np.concatenate([ranking.logits(q.x) for q in rows])
+    size = np.concatenate([q.x[:, col] for q in rows])
+    y = np.concatenate([q.labels for q in rows])
+    slope, offset, per_size = 1.0, 0.0, 0.0
+    w = _newton(np.column_stack([np.ones(len(y)), logit, size]), y, 0.0)
+    offset, slope, per_size = (float(v) for v in w)
+    assert slope > 0, "stage 2 would reverse stage 1's order"
+    mean, scale = float(size.mean()), float(size.std()) or 1.0
+    coef, means, scales = list(ranking.coef * slope), list(ranking.mean), list(ranking.scale)
+    feats = list(ranking.features)
+    at = list(features).index(SIZE_FEATURE)
+    feats.insert(at, SIZE_FEATURE)
+    coef.insert(at, per_size * scale)
+    means.insert(at, mean)
+    scales.insert(at, scale)
+    return LearnedScorer(
+        features=tuple(feats),
+        mean=np.asarray(means),
+        scale=np.asarray(scales),
+        coef=np.asarray(coef),
+        intercept=slope * ranking.intercept + offset + per_size * mean,
+    )
 
 
 def recall_at(order: Sequence[str], evidence: frozenset[str], k: int) -> float:
@@ -341,6 +467,14 @@ def report(
         print("\n### score >= t on LoCoMo 5-9 (all candidates)\n")
         print_threshold_table(out["threshold_5_9"])
         print("\ncalibration (5-9):", out["calibration_5_9"])
+        tiny = small_lists(held, 2, SMALL_GOLD_P, seed=1)
+        out["calibration_5_9_small_lists"] = calibration(tiny, scorer)
+        print(
+            f"calibration (5-9, {len(tiny)} small lists of {SMALL_SIZES[0]}-{SMALL_SIZES[1]}):",
+            out["calibration_5_9_small_lists"],
+        )
+        out["threshold_5_9_small_lists"] = threshold_table(tiny, scorer)
+        print_threshold_table(out["threshold_5_9_small_lists"])
     return out
 
 
@@ -411,6 +545,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--write", action="store_true", help=f"write {WEIGHTS_PATH.name}")
     p.add_argument("--locomo-only", action="store_true", help="train on LoCoMo 0-4 alone (no EXTRA_TRAIN)")
     p.add_argument("--compare", action="store_true", help="table of feature-set variants")
+    p.add_argument(
+        "--small-lists",
+        type=int,
+        default=SMALL_PER_QUESTION,
+        help="small candidate lists per training question (small_lists; 0: none)",
+    )
+    p.add_argument("--small-gold-p", type=float, default=SMALL_GOLD_P)
     p.add_argument("--out", type=Path, default=None, help="JSON report")
     p.add_argument(
         "--dated",
@@ -471,7 +612,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.out:
             write_json(args.out, out)
         return 0
-    scorer = fit([*train, *extra], args.features, args.l2)
+    small = small_lists([*train, *extra], args.small_lists, args.small_gold_p) if args.small_lists else []
+    scorer = fit_size_calibrated([*train, *extra], small, args.features, args.l2)
     command = "python benchmarks/train_reranker.py " + shlex.join(
         sys.argv[1:] if argv is None else list(argv)
     )
@@ -482,7 +624,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         coef=scorer.coef,
         intercept=scorer.intercept,
         meta={
-            "model": "logistic regression, L2 on standardised features (Newton's method)",
+            "model": "logistic regression, L2 on standardised features (Newton's method); "
+            + (
+                f"probabilities recalibrated by the list's length (fit_size_calibrated: "
+                f"{len(small)} small candidate lists of {SMALL_SIZES[0]}-{SMALL_SIZES[1]}, "
+                f"{args.small_lists} per training question, evidence kept with p={args.small_gold_p}, "
+                "seed 0; the order within a list is the ranking stage's)"
+                if small and SIZE_FEATURE in args.features
+                else "no size calibration"
+            ),
             "l2": args.l2,
             "trained_on": "LoCoMo conversations 0-4 (every question with evidence, every "
             f"fused candidate: {sum(len(q.labels) for q in train)} rows, "
