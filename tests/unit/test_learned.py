@@ -202,6 +202,16 @@ def test_relative_features_compare_a_candidate_with_the_others_of_its_query() ->
     one = featurize(q, [_candidate(0, cosine=0.6, text="x")])
     assert _column(one, "cosine_z") == [0.0]
     assert _column(one, "term_cover_over_best") == [0.0]
+    # a length far above the query's median reads as 3.5 times it at most
+    far = featurize(
+        q,
+        [
+            _candidate(0, cosine=0.6, text="Mara works."),
+            _candidate(1, cosine=0.5, text="Mara works in Cremona."),
+            _candidate(2, cosine=0.4, text="Mara " + "works hard " * 60),
+        ],
+    )
+    assert _column(far, "log_words_rel") == pytest.approx([math.log(3 / 4), 0.0, 1.25])  # 2 words count as 3
     # the list's length, the same for every candidate of the query
     assert _column(rows, "log_candidates") == pytest.approx([math.log(3)] * 3)
     assert _column(one, "log_candidates") == [0.0]
