@@ -68,7 +68,7 @@ EXTRA_TRAIN: dict[str, tuple[int, ...]] = {"dated-train": (0, 1)}
 # candidate weights (docs/benchmarks/learned_reranker_candidate.json) plus log_candidates, which
 # only the calibration stage reads (fit_size_calibrated: without it a clear match in a bank of
 # five memories scored 0.30, tests/integration/test_scores.py needs > 0.5; with it 0.69, the
-# order within every list unchanged). Scale-free since 2026-12-01: the cosine, the
+# order within a list is the ranking stage's). Scale-free since 2026-12-01: the cosine, the
 # coverage of the question and the length enter only relative to the other candidates of the
 # query (learned.py's _RELATIVE); the absolute forms carried chat turns' scale (offline, 0-3
 # train / 5-6 held: absolute -> relative cosine and coverage 77.8 -> 77.8 R@10 on 0-3, 74.5 ->
