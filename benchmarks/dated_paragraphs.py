@@ -538,9 +538,16 @@ def _distractor(rng: random.Random, person: dict[str, Any], stint: _Stint, first
 
 
 def _person(
-    rng: random.Random, domain_index: int, used: set[str], recent: bool, hard: bool = False
+    rng: random.Random,
+    domain_index: int,
+    used: set[str],
+    recent: bool,
+    hard: bool = False,
+    long: bool = False,
 ) -> tuple[dict[str, Any], list[tuple[str, str]], list[tuple[str, int, str]]]:
-    """(person, [(paragraph_key, text)], [(question, category, paragraph_key)])."""
+    """(person, [(paragraph_key, text)], [(question, category, paragraph_key)]).
+
+    ``long`` (with ``hard``): encyclopedia-length paragraphs, see :func:`_lengthen`."""
     domain = _DOMAINS[domain_index]
     name = _name(rng, used)
     female = rng.random() < 0.5
@@ -566,7 +573,8 @@ def _person(
     questions: list[tuple[str, int, str]] = []
     for i, stint in enumerate(stints):
         key = f"stint{i}"
-        text, stated = _stint_paragraph(rng, domain, person, stint, (2, 7) if hard else (0, 4))
+        fillers = (1, 10) if long else (2, 7) if hard else (0, 4)
+        text, stated = _stint_paragraph(rng, domain, person, stint, fillers)
         paragraphs.append((key, text))
         if hard:
             distractor = _distractor(rng, person, stint, stints[0].start)
@@ -602,17 +610,71 @@ def _person(
         )
     )
     questions.append((f"Where was {name} born?", 4, "intro"))
+    if long:
+        return person, *_lengthen(rng, person, stints, paragraphs, questions)
     return person, paragraphs, questions
 
 
-def _bank(rng: random.Random, index: int, prefix: str, hard: bool = False) -> Conversation:
+def _lengthen(
+    rng: random.Random,
+    person: dict[str, Any],
+    stints: Sequence[_Stint],
+    paragraphs: list[tuple[str, str]],
+    questions: list[tuple[str, int, str]],
+) -> tuple[list[tuple[str, str]], list[tuple[str, int, str]]]:
+    """Reshape one biography the way encyclopedia articles are: one to three career stints per
+    paragraph (so the evidence paragraph names several organisations and several years, and
+    runs from ~40 to ~400 words), and a long introduction that states the whole career's first
+    and last year (it spans every year a question names without answering any). What a model
+    trained on chat turns may have learnt wrongly here: that a long text, a text stating many
+    years or one whose years span the question's year is the evidence. The other paragraphs
+    (the distractors, the personal one) get as much filler as a stint, so length says little
+    about which paragraph is the evidence."""
+    name, pron, poss, topic = person["name"], person["pron"], person["poss"], person["topic"]
+    merged: list[tuple[str, str]] = []
+    where: dict[str, str] = {}
+    group: list[tuple[str, str]] = []
+    size = rng.randint(1, 3)
+    stint_keys = [k for k, _ in paragraphs if k.startswith("stint") and not k.endswith("-other")]
+
+    def flush() -> None:
+        key = "+".join(k for k, _ in group)
+        merged.append((key, " ".join(t for _, t in group)))
+        for k, _ in group:
+            where[k] = key
+
+    for key, text in paragraphs:
+        if key in stint_keys:
+            group.append((key, text))
+            if len(group) == size or key == stint_keys[-1]:
+                flush()
+                group, size = [], rng.randint(1, 3)
+        elif key == "intro":
+            first, last = stints[0].start, stints[-1].end
+            extra = " ".join(
+                _sentence(rng, f, name, pron, poss, topic) for f in rng.sample(_FILLER, rng.randint(2, 6))
+            )
+            merged.append((key, f"{text} {pron.capitalize()} was active from {first} to {last}. {extra}"))
+        else:  # the distractors and the personal paragraph: as long as the evidence can be
+            extra = " ".join(
+                _sentence(rng, f, name, pron, poss, topic) for f in rng.sample(_FILLER, rng.randint(1, 10))
+            )
+            merged.append((key, f"{text} {extra}"))
+    return merged, [(q, c, where.get(k, k)) for q, c, k in questions]
+
+
+def _bank(
+    rng: random.Random, index: int, prefix: str, hard: bool = False, long: bool = False
+) -> Conversation:
     used: set[str] = set()
     turns: list[Turn] = []
     questions: list[Question] = []
     # One article (document, "session") per person: conversation context at retain joins a
     # paragraph to the previous paragraph of the same biography, never to another person's.
     for p in range(PEOPLE_PER_BANK):
-        _, paragraphs, qs = _person(rng, p % len(_DOMAINS), used, recent=rng.random() < 0.25, hard=hard)
+        _, paragraphs, qs = _person(
+            rng, p % len(_DOMAINS), used, recent=rng.random() < 0.25, hard=hard, long=long
+        )
         for key, text in paragraphs:
             turns.append(
                 Turn(dia_id=f"B{index}:P{p}:{key}", speaker="", text=text, session=p, mentioned_at=INGESTED)
@@ -630,9 +692,9 @@ def _bank(rng: random.Random, index: int, prefix: str, hard: bool = False) -> Co
     )
 
 
-def _dated(seed: int, banks: int, prefix: str, hard: bool = False) -> list[Conversation]:
+def _dated(seed: int, banks: int, prefix: str, hard: bool = False, long: bool = False) -> list[Conversation]:
     rng = random.Random(seed)
-    return [_bank(rng, i, prefix, hard) for i in range(banks)]
+    return [_bank(rng, i, prefix, hard, long) for i in range(banks)]
 
 
 DATASETS: dict[str, Callable[[], list[Conversation]]] = {
@@ -640,6 +702,10 @@ DATASETS: dict[str, Callable[[], list[Conversation]]] = {
     "dated": lambda: _dated(SEED, BANKS, "dated"),
     # longer paragraphs, and distractors naming the same person and organisation in other years
     "dated-hard": lambda: _dated(SEED, BANKS, "dated-hard", hard=True),
+    # dated-hard reshaped like encyclopedia articles: one to three stints per paragraph (long,
+    # several organisations and years in the evidence), a long introduction spanning the whole
+    # career; another seed, so nothing tuned on dated-hard carries over by its text
+    "dated-long": lambda: _dated(SEED + 2, BANKS, "dated-long", hard=True, long=True),
     # same generator, another seed: training rows for the learned reranker's date features,
     # never scored
     "dated-train": lambda: _dated(SEED + 1, 3, "dated-train"),

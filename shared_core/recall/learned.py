@@ -17,8 +17,13 @@ evidence than not" (the precision and recall it gave on held-out conversations a
 docs/benchmarks.md).
 
 Features are deliberately the general kind: no recency (questions about a long history are not
-about its end), text length only as a bounded log, scores normalised within the query (a
-cosine of 0.4 means little alone, 0.05 below the best cosine of the query means a lot).
+about its end), and what varies with the kind of text (chat turns or encyclopedia paragraphs)
+only relative to the other candidates of the same query: the cosine as a z-score and as the
+distance to the query's best, coverage of the question over the best coverage among the
+candidates, the length as the log word count minus the query's median (a cosine of 0.4 means
+little alone, 0.05 below the best cosine of the query means a lot; a paragraph covers more of a
+question than a chat turn does just by being longer). The absolute forms are still computed
+(:data:`FEATURE_NAMES`) for comparison; which ones the shipped model reads is in its JSON.
 
 >>> import datetime as dt
 >>> scorer = LearnedScorer.default()
@@ -254,6 +259,23 @@ def _row(
     ]
 
 
+# Scale-free forms of the cosine, the coverage and the length: each candidate against the other
+# candidates of the same query, so a model trained on short chat turns does not carry their
+# absolute scale (a paragraph's cosines, its coverage of the question and its length all run
+# higher or lower than a chat turn's) to other text. Computed from the absolute columns by
+# :func:`_relative`, in both featurize paths.
+# ``log_candidates`` (the log of the list's length) says how far those relative forms can
+# reach and how rare evidence is among the candidates: over two candidates the best cosine's
+# z-score is 1, over 300 it runs to 3 or 4, and one candidate in two is evidence far more
+# often than one in 300 (a clear match in a bank of five memories scored 0.30 without it).
+_RELATIVE: Final = (
+    "cosine_z",
+    "term_cover_over_best",
+    "name_cover_over_best",
+    "log_words_rel",
+    "log_candidates",
+)
+
 FEATURE_NAMES: Final[tuple[str, ...]] = (
     "intercept",
     "log1p_position",
@@ -274,6 +296,7 @@ FEATURE_NAMES: Final[tuple[str, ...]] = (
     "when_and_year_stated",
     "log_words",
     "dated_evidence_rr",
+    *_RELATIVE,
 )
 """Every feature :func:`featurize` computes, in column order; a model uses a subset."""
 
@@ -289,7 +312,7 @@ def featurize(query: QuerySignals, candidates: Sequence[CandidateSignals]) -> np
 
     >>> q = QuerySignals.from_query("Who plays violin?", None)
     >>> featurize(q, [CandidateSignals(position=0, rrf=0.02, cosine=0.5, text="x")]).shape
-    (1, 26)
+    (1, 31)
     """
     n = len(candidates)
     if not n:
@@ -379,9 +402,41 @@ def featurize(query: QuerySignals, candidates: Sequence[CandidateSignals]) -> np
         put(np.where(np.isnan(temporal), 0.0, _RRF_K / (_RRF_K + temporal)))
     else:
         col += 1
+    col += len(_RELATIVE)
     assert col == len(FEATURE_NAMES), "a feature column is missing"
+    _relative(out)
     return out
 
+
+_COLUMN: Final = {name: i for i, name in enumerate(FEATURE_NAMES)}
+
+
+def _relative(out: npt.NDArray[np.float64]) -> None:
+    """Fill the :data:`_RELATIVE` columns of ``out`` (one query's rows) from its absolute ones:
+    the cosine as a z-score within the query, coverage over the query's best coverage, the log
+    word count minus the query's median (capped at :data:`_MAX_LOG_WORDS_REL`), the log of the
+    number of candidates."""
+    cosine = out[:, _COLUMN["cosine"]]
+    spread = float(cosine.std())
+    out[:, _COLUMN["cosine_z"]] = (cosine - cosine.mean()) / spread if spread > 1e-9 else 0.0
+    for name in ("term_cover", "name_cover"):
+        cover = out[:, _COLUMN[name]]
+        best = float(cover.max())
+        out[:, _COLUMN[f"{name}_over_best"]] = cover / best if best > 0 else 0.0
+    words = out[:, _COLUMN["log_words"]]
+    relative = words - np.median(words)
+    out[:, _COLUMN["log_words_rel"]] = np.minimum(relative, _MAX_LOG_WORDS_REL)
+    out[:, _COLUMN["log_candidates"]] = math.log(len(out)) if len(out) else 0.0
+
+
+# The relative length is capped at e^1.25 = 3.5 times the query's median: longer, LoCoMo has
+# few rows (on its 0-4 training lists the cap changes no R@1 / R@10: 43.0 / 79.5 with or without
+# it; held out 5-7 39.7 / 77.7, dated-hard and dated-long unchanged),
+# and unclipped, the linear model extrapolated to rank a memory 27 times longer than the others
+# first in a bank of five whatever their cosines (tests/integration/test_recall_arms.py's
+# cut_bank: 0.81 against 0.38 for the best cosine). The largest of 2, 1.5, 1.25, 1 that keeps
+# that bank in cosine order (1.5: the long third memory still passes the second).
+_MAX_LOG_WORDS_REL: Final = 1.25
 
 # math.log of the clipped word count and math.log1p of small positions, as tables: numpy's
 # vectorised log may differ from the C library's in the last bit, a table cannot.
@@ -457,13 +512,15 @@ def _featurize_rows(query: QuerySignals, candidates: Sequence[CandidateSignals])
     keywords = [max(c.arm_scores.get("keyword", 0.0), 0.0) for c in candidates]
     best_cosine, best_keyword = max(cosines), max(keywords)
     best_rrf = max(c.rrf for c in candidates)
-    return np.asarray(
+    out = np.asarray(
         [
-            _row(query, c, cos, best_cosine, kw, best_keyword, best_rrf)
+            [*_row(query, c, cos, best_cosine, kw, best_keyword, best_rrf), *(0.0 for _ in _RELATIVE)]
             for c, cos, kw in zip(candidates, cosines, keywords, strict=True)
         ],
         dtype=np.float64,
     )
+    _relative(out)
+    return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

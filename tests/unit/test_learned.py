@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 from importlib import resources
 
 import numpy as np
@@ -179,3 +180,93 @@ def test_round_trip_and_validation() -> None:
         LearnedScorer(
             features=("cosine",), mean=np.zeros(2), scale=np.ones(1), coef=np.zeros(1), intercept=0.0
         )
+
+
+def test_relative_features_compare_a_candidate_with_the_others_of_its_query() -> None:
+    q = QuerySignals.from_query("Where does Mara work in Cremona?", None)
+    rows = featurize(
+        q,
+        [
+            _candidate(0, cosine=0.6, text="Mara works in Cremona, in a small violin workshop by the river."),
+            _candidate(1, cosine=0.4, text="Mara works."),
+            _candidate(2, cosine=0.2, text="It rained all week long in the north of the country."),
+        ],
+    )
+    assert _column(rows, "cosine_z") == pytest.approx([1.2247449, 0.0, -1.2247449])
+    # Mara + work + Cremona, Mara + work, nothing: over the best of the query
+    assert _column(rows, "term_cover_over_best") == pytest.approx([1.0, 2 / 3, 0.0])
+    assert _column(rows, "name_cover_over_best") == pytest.approx([1.0, 0.5, 0.0])  # Mara, Cremona
+    words = _column(rows, "log_words")
+    assert _column(rows, "log_words_rel") == pytest.approx([w - words[2] for w in words])
+    # one candidate, or all alike: no spread, no best to speak of
+    one = featurize(q, [_candidate(0, cosine=0.6, text="x")])
+    assert _column(one, "cosine_z") == [0.0]
+    assert _column(one, "term_cover_over_best") == [0.0]
+    # a length far above the query's median reads as 3.5 times it at most
+    far = featurize(
+        q,
+        [
+            _candidate(0, cosine=0.6, text="Mara works."),
+            _candidate(1, cosine=0.5, text="Mara works in Cremona."),
+            _candidate(2, cosine=0.4, text="Mara " + "works hard " * 60),
+        ],
+    )
+    assert _column(far, "log_words_rel") == pytest.approx([math.log(3 / 4), 0.0, 1.25])  # 2 words count as 3
+    # the list's length, the same for every candidate of the query
+    assert _column(rows, "log_candidates") == pytest.approx([math.log(3)] * 3)
+    assert _column(one, "log_candidates") == [0.0]
+
+
+def _candidate_model() -> LearnedScorer:
+    """The scale-free model measured in docs/benchmarks.md, shipped since its probabilities were
+    recalibrated by the list's length (its order within a list is the candidate's)."""
+    return LearnedScorer.default()
+
+
+def test_a_model_reading_relative_features_reads_the_lists_length_too() -> None:
+    """Features relative to the other candidates reach further over 300 candidates than over
+    two, and evidence is rarer among 300: without the list's length the shipped probabilities
+    were calibrated on long lists only (a clear match in a five-memory bank scored 0.30)."""
+    scorer = _candidate_model()
+    assert {"cosine_z", "log_words_rel"} <= set(scorer.features)
+    assert "log_candidates" in scorer.features
+    # a longer list, the rest alike: each candidate is less likely the evidence
+    assert scorer.coef[scorer.features.index("log_candidates")] < 0
+
+
+def test_the_scale_free_model_does_not_read_absolute_scales() -> None:
+    """What varies with the kind of text (chat turns vs paragraphs) enters only relative to the
+    other candidates of the query: the scale-free model uses no absolute cosine, coverage or
+    length, so shifting every candidate's cosine, or lengthening every text alike, keeps its
+    order."""
+    scorer = _candidate_model()
+    assert not {"cosine", "term_cover", "name_cover", "log_words"} & set(scorer.features)
+    q = QuerySignals.from_query("Where does Mara work?", None)
+    texts = ["Mara works in Cremona.", "Mara likes tea.", "The weather was cold."]
+    cosines = [0.55, 0.5, 0.3]
+
+    def order(shift: float, pad: str) -> list[int]:
+        cands = [
+            _candidate(i, cosine=c + shift, text=t + pad)
+            for i, (t, c) in enumerate(zip(texts, cosines, strict=True))
+        ]
+        scores = scorer.score(q, cands)
+        return sorted(range(len(scores)), key=lambda i: -scores[i])
+
+    filler = " It was a long day, and many other things happened besides." * 3
+    assert order(0.0, "") == order(0.25, "") == order(0.0, filler)
+
+
+def test_a_year_the_question_names_written_in_a_paragraph_lifts_it() -> None:
+    """Questions that name a time over dated documents: of two paragraphs alike in every other
+    signal, the one writing the window's year (or a span of years around it) scores higher
+    (the scale-free model, trained with dated-train rows)."""
+    scorer = _candidate_model()
+    q = QuerySignals.from_query("Which team did Oskar Vell play for in 2005?", YEAR_2005)
+    base = "Oskar Vell signed for Brackwater Rovers in {start} and left in {end}."
+    plain = _candidate(0, text=base.format(start=1990, end=1994))
+    stated = _candidate(1, text=base.format(start=2005, end=2009))
+    spans = _candidate(2, text=base.format(start=2001, end=2008))
+    s_plain, s_stated, s_spans = scorer.score(q, [plain, stated, spans])
+    assert s_stated > s_plain
+    assert s_spans > s_plain
