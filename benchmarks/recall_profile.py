@@ -15,7 +15,6 @@ that is rolled back).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import sys
@@ -29,8 +28,8 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _args import add_bank_scope_args
 from _corpus import CORPUS_VERSION, make_queries
-from _plain import data_root
 from recall_latency import describe, summarise
 
 
@@ -53,13 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--size", type=int, default=100_000)
     p.add_argument("--calls", type=int, default=30)
-    p.add_argument("--filter", type=json.loads, default=None, help="a PGVector-style filter (JSON)")
-    p.add_argument("--tags", nargs="*", default=None)
-    p.add_argument("--tags-match", default="any")
-    p.add_argument("--explain", action="store_true")
-    p.add_argument(
-        "--data-dir", type=Path, default=os.environ.get("HINDSIGHT_BENCH_PGDATA") or data_root("bench-pgdata")
-    )
+    add_bank_scope_args(p)
     args = p.parse_args(argv)
 
     import psycopg

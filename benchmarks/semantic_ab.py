@@ -14,7 +14,6 @@ buffers hit / read. The variants are in :func:`variants`; add one there to try i
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import statistics
@@ -27,8 +26,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _args import add_bank_scope_args
 from _corpus import CORPUS_VERSION, make_queries
-from _plain import data_root
 from psycopg import sql
 
 _ONE_SCAN = """
@@ -50,9 +49,12 @@ SELECT id, score FROM (
 WHERE score >= %(semantic_min)s"""
 
 
-# The statements the variants are compared with: main's semantic arm by default.
-_REFERENCE = os.environ.get("SEMANTIC_AB_REFERENCE", "/work/main/shared_core/recall/arms/semantic.py")
-_WORKTREE = os.environ.get("SEMANTIC_AB_WORKTREE") == "1"
+# The statements the variants are compared with: the library's own by default; an older
+# semantic.py (e.g. `git show 9e9d443:shared_core/recall/arms/semantic.py > old.py`, the
+# per-type scans before migration 0013, whose functions took the fact types first) when
+# SEMANTIC_AB_REFERENCE names one. SEMANTIC_AB_WORKTREE=1 adds the library's statements beside it.
+_REFERENCE = os.environ.get("SEMANTIC_AB_REFERENCE")
+_WORKTREE = os.environ.get("SEMANTIC_AB_WORKTREE") == "1" and _REFERENCE is not None
 # The exact-ranking caps tried for the worktree's filtered statement.
 _CAPS = [int(c) for c in os.environ.get("SEMANTIC_AB_CAPS", "2000").split(",")]
 _ONLY = os.environ.get("SEMANTIC_AB_ONLY")  # a regex: keep only the variants it matches
@@ -66,12 +68,18 @@ def variants(where: sql.Composable, filtered: bool) -> dict[str, tuple[sql.Compo
     from shared_core.storage.dimensions import Dimension
     from shared_core.types import FACT_TYPES
 
-    spec = importlib.util.spec_from_file_location("_reference_semantic", _REFERENCE)
-    assert spec is not None and spec.loader is not None
-    reference = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(reference)
-
     dims = Dimension(384)
+    if _REFERENCE is None:
+        reference_filtered = semantic.filtered_semantic_statement(where, dims)
+        reference_plain = semantic.semantic_statement(where, dims)
+    else:
+        spec = importlib.util.spec_from_file_location("_reference_semantic", _REFERENCE)
+        assert spec is not None and spec.loader is not None
+        reference = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(reference)
+        reference_filtered = reference.filtered_semantic_statement(FACT_TYPES, where, dims)
+        reference_plain = reference.semantic_statement(FACT_TYPES, where, dims)
+
     parts = {"vec": dims.column, "qvec": dims.query(), "dims": dims.predicate, "tags": where}
 
     def one(limit: str, template: str = _ONE_SCAN) -> sql.Composable:
@@ -79,10 +87,10 @@ def variants(where: sql.Composable, filtered: bool) -> dict[str, tuple[sql.Compo
 
     out: dict[str, tuple[sql.Composable, dict[str, str]]] = {}
     if filtered:
-        out["filtered (reference)"] = (reference.filtered_semantic_statement(FACT_TYPES, where, dims), {})
+        out["filtered (reference)"] = (reference_filtered, {})
         out["exact, no gate"] = (one("%(n)s", _EXACT), {"enable_seqscan": "off"})
     else:
-        out["3 per-type scans x n (reference)"] = (reference.semantic_statement(FACT_TYPES, where, dims), {})
+        out["reference (library, or SEMANTIC_AB_REFERENCE)"] = (reference_plain, {})
     out["one scan, n"] = (one("%(n)s"), {})
     out["one scan, 3n"] = (one("3 * %(n)s"), {})
     out["one scan, n, ef_search 40"] = (one("%(n)s"), {"hnsw.ef_search": "40"})
@@ -123,13 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--queries", type=int, default=50)
     p.add_argument("--n", type=int, default=300)
     p.add_argument("--top", type=int, default=100)
-    p.add_argument("--filter", type=json.loads, default=None)
-    p.add_argument("--tags", nargs="*", default=None)
-    p.add_argument("--tags-match", default="any")
-    p.add_argument("--explain", action="store_true")
-    p.add_argument(
-        "--data-dir", type=Path, default=os.environ.get("HINDSIGHT_BENCH_PGDATA") or data_root("bench-pgdata")
-    )
+    add_bank_scope_args(p)
     args = p.parse_args(argv)
 
     import psycopg
