@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import functools
+import itertools
 import json
 import math
 import re
@@ -193,15 +194,33 @@ def _window_years(window: TimeWindow) -> tuple[int, int]:
     return window.start.year, end.year
 
 
-def _year_features(years: Sequence[int], bounds: tuple[int, int]) -> tuple[float, float]:
+def _year_features(years: Sequence[int], bounds: tuple[int, int]) -> tuple[float, float, float]:
     """(a year of the window (``bounds``: its first and last year) is one of ``years``, the
-    window lies within the span of ``years`` and they hold at least two)."""
+    window lies within the span of ``years`` and they hold at least two, how tight the
+    tightest stint of the text holding the window is).
+
+    A stint is two years the text writes with no other year it writes between them; the third
+    value is 1 / (the number of years of the narrowest stint holding the window), 0 if none
+    does. An introduction writing a career's first and last year spans every question about
+    that career (the second value is 1 for all of them), a paragraph about 2003 to 2008 spans
+    few: 1/31 against 1/6.
+
+    >>> _year_features([1990, 2003, 2008, 2020], (2005, 2005))
+    (0.0, 1.0, 0.16666666666666666)
+    >>> _year_features([1990, 2020], (2005, 2005))
+    (0.0, 1.0, 0.03225806451612903)
+    """
     if not years:
-        return 0.0, 0.0
+        return 0.0, 0.0, 0.0
     lo, hi = bounds
     stated = any(lo <= y <= hi for y in years)
-    spans = len(set(years)) >= 2 and min(years) <= lo and hi <= max(years)
-    return float(stated), float(spans)
+    distinct = sorted(set(years))
+    spans = len(distinct) >= 2 and distinct[0] <= lo and hi <= distinct[-1]
+    tight = 0.0
+    if spans:
+        widths = [b - a + 1 for a, b in itertools.pairwise(distinct) if a <= lo and hi <= b]
+        tight = 1.0 / min(widths) if widths else 0.0
+    return float(stated), float(spans), tight
 
 
 def _arm_features(c: CandidateSignals) -> list[float]:
@@ -224,11 +243,11 @@ def _row(
     term_cover, name_cover = query.coverage(c.text.lower())
     window = query.window
     proximity: float | None = None
-    stated = spans = 0.0
+    stated = spans = tight = 0.0
     if window is not None:
         proximity = c.proximity(window)
         years = [int(y) for y in _YEAR.findall(c.text)]
-        stated, spans = _year_features(years, _window_years(window))
+        stated, spans, tight = _year_features(years, _window_years(window))
     dated = c.occurred_start is not None or c.occurred_end is not None
     when_year = query.asks_when and _YEAR.search(c.text) is not None
     length = math.log(min(max(len(c.text.split()), _MIN_WORDS), _MAX_WORDS))
@@ -256,6 +275,8 @@ def _row(
         float(when_year),
         length,
         0.0 if when_rank is None else _RRF_K / (_RRF_K + when_rank),
+        *(0.0 for _ in _RELATIVE),  # filled by _relative
+        tight,
     ]
 
 
@@ -297,6 +318,9 @@ FEATURE_NAMES: Final[tuple[str, ...]] = (
     "log_words",
     "dated_evidence_rr",
     *_RELATIVE,
+    # appended after the relative columns (every earlier column keeps its place): how tight the
+    # narrowest span of years the text writes around the question's window is (_year_features)
+    "window_tight_years",
 )
 """Every feature :func:`featurize` computes, in column order; a model uses a subset."""
 
@@ -312,7 +336,7 @@ def featurize(query: QuerySignals, candidates: Sequence[CandidateSignals]) -> np
 
     >>> q = QuerySignals.from_query("Who plays violin?", None)
     >>> featurize(q, [CandidateSignals(position=0, rrf=0.02, cosine=0.5, text="x")]).shape
-    (1, 31)
+    (1, 32)
     """
     n = len(candidates)
     if not n:
@@ -375,16 +399,18 @@ def featurize(query: QuerySignals, candidates: Sequence[CandidateSignals]) -> np
         put([m for _, m in cover])
     years = _years(scan) if query.window is not None or query.asks_when else {}
     window = query.window
+    tight: npt.NDArray[np.float64] | None = None
     if window is not None:
         proximity, undated = _proximities(candidates, window)
         put(proximity)
         put(undated)
-        stated = np.zeros((2, n))
+        stated = np.zeros((3, n))
         bounds = _window_years(window)
         for i, written in years.items():
             stated[:, i] = _year_features(written, bounds)
         put(stated[0])
         put(stated[1])
+        tight = stated[2]
     else:
         col += 4
     if query.asks_when:
@@ -403,6 +429,10 @@ def featurize(query: QuerySignals, candidates: Sequence[CandidateSignals]) -> np
     else:
         col += 1
     col += len(_RELATIVE)
+    if tight is not None:
+        put(tight)
+    else:
+        col += 1
     assert col == len(FEATURE_NAMES), "a feature column is missing"
     _relative(out)
     return out
@@ -514,7 +544,7 @@ def _featurize_rows(query: QuerySignals, candidates: Sequence[CandidateSignals])
     best_rrf = max(c.rrf for c in candidates)
     out = np.asarray(
         [
-            [*_row(query, c, cos, best_cosine, kw, best_keyword, best_rrf), *(0.0 for _ in _RELATIVE)]
+            _row(query, c, cos, best_cosine, kw, best_keyword, best_rrf)
             for c, cos, kw in zip(candidates, cosines, keywords, strict=True)
         ],
         dtype=np.float64,

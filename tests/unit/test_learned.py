@@ -97,6 +97,17 @@ def test_year_features_read_the_text() -> None:
     )
     assert _column(rows, "window_year_stated") == [1.0, 0.0, 0.0, 0.0]
     assert _column(rows, "window_within_text_years") == [0.0, 1.0, 0.0, 0.0]
+    assert _column(rows, "window_tight_years") == pytest.approx([0.0, 1 / 6, 0.0, 0.0])
+    # an introduction writing a whole career spans the window too, but loosely
+    career = featurize(
+        q,
+        [
+            _candidate(0, text="Oskar played from 1990 to 2020."),
+            _candidate(1, text="Oskar played from 1990 to 2020; at Rovers from 2003 to 2008."),
+        ],
+    )
+    assert _column(career, "window_within_text_years") == [1.0, 1.0]
+    assert _column(career, "window_tight_years") == pytest.approx([1 / 31, 1 / 6])
     # no window in the question: no date feature fires
     plain = QuerySignals.from_query("Which team did Oskar play for?", None)
     rows = featurize(plain, [_candidate(0, text="In 2005 Oskar scored ten goals.")])

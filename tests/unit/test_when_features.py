@@ -39,13 +39,14 @@ def test_dated_evidence_rr_is_the_when_arms_rank_only_without_a_window() -> None
     # appended after the 25 columns before it, and the later (relative) columns after it:
     # every column keeps its place, so older weight files and recorded hashes still hold
     assert FEATURE_NAMES.index("dated_evidence_rr") == 25
-    assert FEATURE_NAMES[26:] == (
+    assert FEATURE_NAMES[26:31] == (
         "cosine_z",
         "term_cover_over_best",
         "name_cover_over_best",
         "log_words_rel",
         "log_candidates",
     )
+    assert FEATURE_NAMES[31:] == ("window_tight_years",)
     when = "When did Mara go to the pottery workshop?"
     assert _column(when, None, {"temporal": 1}) == pytest.approx(60 / 61)
     assert _column(when, None, {"semantic": 1}) == 0.0
