@@ -205,7 +205,8 @@ def _subsample(q: QuestionData, keep: npt.NDArray[np.intp]) -> QuestionData:
     weights; the cosines, raw arm scores, texts and dates stay; the features are recomputed by
     featurize, so the relative ones (z-score, over-best, relative length) are over the subsample."""
     assert q.query is not None
-    kept = [q.signals[i] for i in sorted(keep.tolist())]
+    order = sorted(keep.tolist())
+    kept = [q.signals[i] for i in order]
     ranks: list[dict[Any, int]] = [{} for _ in kept]
     for arm in ARM_NAMES:
         found = sorted((c.ranks[arm], i) for i, c in enumerate(kept) if arm in c.ranks)
@@ -220,7 +221,7 @@ def _subsample(q: QuestionData, keep: npt.NDArray[np.intp]) -> QuestionData:
         )
         for i, (c, r) in enumerate(zip(kept, ranks, strict=True))
     ]
-    dia = tuple(q.dia_ids[i] for i in sorted(keep.tolist()))
+    dia = tuple(q.dia_ids[i] for i in order)
     return dataclasses.replace(
         q,
         x=featurize(q.query, signals),
@@ -311,7 +312,6 @@ def fit_size_calibrated(
     logit = np.concatenate([ranking.logits(q.x) for q in rows])
     size = np.concatenate([q.x[:, col] for q in rows])
     y = np.concatenate([q.labels for q in rows])
-    slope, offset, per_size = 1.0, 0.0, 0.0
     w = _newton(np.column_stack([np.ones(len(y)), logit, size]), y, 0.0)
     offset, slope, per_size = (float(v) for v in w)
     assert slope > 0, "stage 2 would reverse stage 1's order"

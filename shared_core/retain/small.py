@@ -239,12 +239,16 @@ def small_retain_plan(request: RetainRequest, vectors: npt.NDArray[np.float32]) 
     stored: list[_SemanticNeighbour] = results[at]
     dated: list[_TemporalNeighbour] = results[at + 1]
 
-    # 3. Mentions and links.
-    third: list[Query] = []
+    # 3. Mentions and links. The mentions' and links' rows are checked by foreign keys, row by
+    # row: those inserts run with reusable check plans (links.fk_plan_settings); the mention
+    # counts' UPDATE reads entities, so it keeps the connection's mode, as every other
+    # statement of the retain does.
+    counted: list[Query] = []
+    checked: list[Query] = []
     if found:
         pairs = sorted(found)
-        third.append(count_mentions_query(bank, units, pairs))
-        third.append(
+        counted.append(count_mentions_query(bank, units, pairs))
+        checked.append(
             Query(
                 INSERT_UNIT_ENTITIES,
                 {"bank": bank, "units": [u for u, _ in pairs], "entities": [e for _, e in pairs]},
@@ -265,7 +269,7 @@ def small_retain_plan(request: RetainRequest, vectors: npt.NDArray[np.float32]) 
     )
     if weights:
         ordered = sorted(weights.items())  # the batch plan's order: a stable lock order
-        third.append(
+        checked.append(
             Query(
                 INSERT_LINKS,
                 {
@@ -278,13 +282,8 @@ def small_retain_plan(request: RetainRequest, vectors: npt.NDArray[np.float32]) 
                 fetch="none",
             )
         )
-    if third:
+    if checked:  # a mention count comes with its mentions
         # Sent with the commit (or the caller's next statement, when this plan is part of a
-        # larger one): no round trip of its own. The mentions' and links' rows are checked by
-        # foreign keys, row by row: those two run with reusable check plans
-        # (links.fk_plan_settings); the mention counts' UPDATE reads entities, so it keeps the
-        # connection's mode, as every other statement of the retain does.
-        counted = third[:1] if found else []
-        checked = third[len(counted) :]
+        # larger one): no round trip of its own.
         yield Pipeline((*counted, *fk_plan_settings(), *checked, fk_plan_restore()), wait=False)
     return ids
