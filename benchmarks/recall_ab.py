@@ -43,6 +43,7 @@ def counting(self, gen, *a, **k):
 psycopg.Connection.wait = counting
 
 size = int(sys.argv[1])
+options = json.loads(sys.argv[3])
 bank = f"bench-latency-v{CORPUS_VERSION}-{size}"
 queries = make_queries()
 with MemoryEngine(data_dir=os.environ["HINDSIGHT_BENCH_PGDATA"],
@@ -52,17 +53,21 @@ with MemoryEngine(data_dir=os.environ["HINDSIGHT_BENCH_PGDATA"],
         i = int(line)
         waits[0] = 0
         r = engine.recall(queries.texts[i % len(queries.texts)], bank=bank,
-                          query_timestamp=queries.query_time, reranker="none", trace=True)
+                          query_timestamp=queries.query_time, reranker="none", trace=True, **options)
         print(json.dumps({"t": r.trace.timings_ms, "waits": waits[0],
                           "ids": [m.id for m in r.memories], "scores": [m.score for m in r.memories]}),
               flush=True)
 """
 
 
-def _worker(tree: Path, size: int) -> subprocess.Popen[str]:
+def _worker(
+    tree: Path, size: int, options: dict[str, Any], data_dir: Path | None = None
+) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(tree)}
+    if data_dir is not None:
+        env["HINDSIGHT_BENCH_PGDATA"] = str(data_dir)
     proc = subprocess.Popen(
-        [sys.executable, "-c", _WORKER, str(size), str(tree)],
+        [sys.executable, "-c", _WORKER, str(size), str(tree), json.dumps(options)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -91,8 +96,25 @@ def main() -> int:
     p.add_argument("--size", type=int, default=100_000)
     p.add_argument("--calls", type=int, default=60)
     p.add_argument("--warmup", type=int, default=3)
+    p.add_argument(
+        "--data-a",
+        type=Path,
+        default=None,
+        help="A's data directory (default: HINDSIGHT_BENCH_PGDATA; with --data-b, two copies of "
+        "one bank stored differently, e.g. before and after a migration, can be compared)",
+    )
+    p.add_argument("--data-b", type=Path, default=None, help="B's data directory")
+    p.add_argument("--filter", type=json.loads, default=None, help="a PGVector-style filter (JSON)")
+    p.add_argument("--tags", nargs="*", default=None)
+    p.add_argument("--tags-match", default="any")
     args = p.parse_args()
-    a, b = _worker(args.a.resolve(), args.size), _worker(args.b.resolve(), args.size)
+    options: dict[str, Any] = {}
+    if args.filter is not None:
+        options["filter"] = args.filter
+    if args.tags is not None:
+        options.update(tags=args.tags, tags_match=args.tags_match)
+    a = _worker(args.a.resolve(), args.size, options, args.data_a)
+    b = _worker(args.b.resolve(), args.size, options, args.data_b)
     loads = [os.getloadavg()[0]]
     got: dict[str, list[dict[str, Any]]] = {"A": [], "B": []}
     differ = []
@@ -111,8 +133,11 @@ def main() -> int:
         assert proc.stdin is not None
         proc.stdin.close()
         proc.wait()
-    print(f"size {args.size}, {args.calls} calls per side, load avg {min(loads):.2f}-{max(loads):.2f}")
-    print(f"A = {args.a}\nB = {args.b}")
+    print(
+        f"size {args.size}, {args.calls} calls per side, options {options}, "
+        f"load avg {min(loads):.2f}-{max(loads):.2f}"
+    )
+    print(f"A = {args.a} {args.data_a or ''}\nB = {args.b} {args.data_b or ''}")
     sa, sb = summarise([r["t"] for r in got["A"]]), summarise([r["t"] for r in got["B"]])
     for stage in dict.fromkeys([*sa, *sb]):
         fa, fb = sa.get(stage), sb.get(stage)
