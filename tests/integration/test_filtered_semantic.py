@@ -5,15 +5,19 @@ too (the HNSW index holds every type)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import psycopg
+import pytest
 from pgvector.psycopg import register_vector
 
 from shared_core import MemoryEngine, MemoryItem
-from shared_core.recall.arms import ArmQuery, ScoredRow
+from shared_core.recall.arms import ArmQuery, ScoredRow, semantic
 from shared_core.recall.arms.semantic import SEMANTIC, filtered_semantic_statement, semantic_statement
 from shared_core.recall.filters import compile_filter
 from shared_core.recall.settings import RecallSettings
+from shared_core.recall.timing import Stopwatch
 from shared_core.types import FactType
 
 TOPICS = ["hiking in the alps", "a pottery class", "the quarterly budget", "a new puppy", "jazz concerts"]
@@ -120,3 +124,32 @@ def test_one_fact_type_ranks_only_that_type(engine: MemoryEngine, bank: str) -> 
     found = _rows(engine, query.statement, q)  # type: ignore[arg-type]
     # Six observations among 30 memories, n=5: five of them, all observations.
     assert len(found) == q.n and {i for i, _ in found} <= observations
+
+
+def test_a_filtered_recall_takes_the_path_the_planner_estimate_picks(
+    engine: MemoryEngine, bank: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    items = [
+        MemoryItem(
+            text=f"Note {i}: {TOPICS[i % len(TOPICS)]} with friend {i}.", tags=("odd",) if i % 2 else ()
+        )
+        for i in range(40)
+    ]
+    engine.retain(items, bank=bank, progress=False)
+    options: dict[str, Any] = {"bank": bank, "tags": ["odd"], "tags_match": "any_strict", "trace": True}
+    # More than psycopg's prepare threshold (5): the EXPLAIN also runs as a prepared statement.
+    exact = [engine.recall("a walk in the mountains", **options) for _ in range(7)]
+    for result in exact:
+        assert result.trace is not None and "filter_estimate" in result.trace.timings_ms
+        assert not any("planner" in note for note in result.trace.notes)
+    q = _query(engine, bank, None, ["odd"])
+    estimated = engine.run(SEMANTIC.prepare(q, Stopwatch()))  # type: ignore[misc]
+    assert estimated.matching_estimate is not None and estimated.matching_estimate >= 1
+    # Told the filter matches more than the cap, the arm runs the HNSW scan at once; in a bank
+    # this small the scan finds what the exact ranking found, with the same scores.
+    monkeypatch.setattr(semantic, "EXACT_SKIP_ESTIMATE", 0)
+    skipped = engine.recall("a walk in the mountains", **options)
+    assert skipped.trace is not None
+    assert any(note.startswith("semantic: about") for note in skipped.trace.notes)
+    assert skipped.trace.arms["semantic"] == exact[0].trace.arms["semantic"]  # type: ignore[union-attr]
+    assert [m.id for m in skipped.memories] == [m.id for m in exact[0].memories]

@@ -13,6 +13,10 @@ An arm that builds on other arms' results names them in ``needs``: it starts in 
 once they have finished, and reads their ranked hits from ``query.prior`` (the graph arm seeds
 its spread from the semantic and keyword hits instead of searching for them again).
 
+An arm may also ``prepare`` the query before any round: a sub-plan on the plan's own connection
+that returns the query refined (the semantic arm asks the planner how many memories a filter
+matches, to pick its statement before it starts).
+
 Every arm reads the same typed :class:`ArmQuery`; arms whose rows are ``(id, score)`` read them
 as :class:`ScoredRow`. A new arm is a module here with an
 :data:`Arm` value, listed in :data:`ARMS` (and a name in :data:`shared_core.types.ArmName`).
@@ -72,7 +76,9 @@ class ArmQuery:
     ``window`` the query's time window (parsed or given), if any; ``asks_when`` whether the
     query asks when something happened (the temporal arm answers it without a window);
     ``prior`` the ranked hits of the arms already finished (empty in the first round): what an
-    arm that ``needs`` them starts from.
+    arm that ``needs`` them starts from; ``matching_estimate`` the planner's estimate of the
+    memories of the asked types that the filter lets through (None: not estimated, e.g. no
+    filter), set by the semantic arm's ``prepare``.
     """
 
     bank: str
@@ -88,6 +94,7 @@ class ArmQuery:
     filter: CompiledFilter = MATCH_ALL
     asks_when: bool = False
     prior: Mapping[ArmName, Sequence[ArmHit]] = field(default_factory=dict)
+    matching_estimate: float | None = None
 
     @property
     def where_sql(self) -> sql.Composable:
@@ -140,11 +147,14 @@ class Arm:
     ``finish`` receives the rows of ``start``'s statement, typed by that query's ``row_type``.
     ``needs`` names the arms whose hits ``start`` reads from :attr:`ArmQuery.prior`: the arm
     starts after them (they run even when not asked for, and need nothing themselves).
+    ``prepare``, if any, runs before the first round (whenever the arm runs) and returns the
+    query every arm then reads.
     """
 
     start: Callable[[ArmQuery], Query | None]
     finish: Callable[[ArmQuery, Sequence[Any] | BaseException, Stopwatch], Plan[ArmResult]]
     needs: frozenset[ArmName] = frozenset()
+    prepare: Callable[[ArmQuery, Stopwatch], Plan[ArmQuery]] | None = None
 
 
 def rows_or_raise(result: Sequence[R] | BaseException) -> Sequence[R]:

@@ -1,0 +1,97 @@
+"""A filtered recall asks the planner how many memories its filter matches before the arms
+start; the semantic arm skips its capped exact read when the estimate says the cap would be
+passed anyway (issue 13: `tags` in the default `any` mode let 39,699 of 100k through)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from shared_core.recall.arms.semantic import EXACT_SKIP_ESTIMATE
+from shared_core.recall.options import RecallOptions
+from shared_core.recall.pipeline import recall_plan
+from shared_core.storage.plan import Concurrently, Operation, Query
+from tests.fakes import run_recorded, statement_text
+from tests.unit.test_plans import A, B, _answer, _context
+
+ARMS: dict[str, list[dict[str, Any]] | BaseException] = {
+    "semantic": [{"id": A, "score": 0.9}, {"id": B, "score": 0.5}],
+    "keyword": [{"id": B, "score": 3.0}],
+}
+
+
+def _explains(query: Query) -> bool:
+    return statement_text(query).lstrip().startswith("EXPLAIN")
+
+
+def _estimating(estimate: float) -> Callable[[Query], Any]:
+    """Recorded rows, plus ``estimate`` as the planner's row estimate of any EXPLAIN."""
+    recorded = _answer(ARMS)
+
+    def answer(query: Query) -> Any:
+        if _explains(query):
+            return [{"QUERY PLAN": [{"Plan": {"Node Type": "Bitmap Heap Scan", "Plan Rows": estimate}}]}]
+        return recorded(query)
+
+    return answer
+
+
+def _semantic(ops: list[Operation]) -> str:
+    """The semantic arm's statement, from the first round of arms."""
+    first = next(op for op in ops if isinstance(op, Concurrently))
+    return next(text for q in first.queries if "<=>" in (text := statement_text(q)))
+
+
+@pytest.mark.parametrize("options", [{"tags": ["travel"]}, {"filter": {"team": "er"}}, {"types": ["world"]}])
+def test_a_filter_expected_to_match_many_memories_goes_straight_to_the_hnsw_scan(
+    options: dict[str, Any],
+) -> None:
+    result, ops = run_recorded(
+        recall_plan(_context(), "Where does Bob live?", RecallOptions(trace=True, **options)),
+        _estimating(EXACT_SKIP_ESTIMATE + 1),
+    )
+    estimates = [i for i, op in enumerate(ops) if isinstance(op, Query) and _explains(op)]
+    first_round = next(i for i, op in enumerate(ops) if isinstance(op, Concurrently))
+    # One estimate, on the plan's own connection, before any arm starts.
+    assert len(estimates) == 1 and estimates[0] < first_round
+    explained = statement_text(ops[estimates[0]])  # type: ignore[arg-type]
+    assert "SELECT 1 FROM memory_units u" in explained and "ANALYZE" not in explained
+    semantic = _semantic(ops)
+    # The HNSW scan with the filter, without the capped exact read before it.
+    assert "few" not in semantic and "matching" not in semantic
+    assert [m.id for m in result.memories] == [B, A]
+    trace = result.trace
+    assert trace is not None and "filter_estimate" in trace.timings_ms
+    assert f"semantic: about {EXACT_SKIP_ESTIMATE + 1:,} memories match the filter (planner): HNSW scan" in (
+        trace.notes
+    )
+
+
+def test_a_filter_expected_to_match_few_memories_tries_the_exact_ranking() -> None:
+    # At the threshold and below (a low estimate is harmless: the statement counts itself).
+    for estimate in (EXACT_SKIP_ESTIMATE, 10):
+        result, ops = run_recorded(
+            recall_plan(_context(), "Where does Bob live?", RecallOptions(trace=True, tags=["travel"])),
+            _estimating(estimate),
+        )
+        assert "few" in _semantic(ops)
+        assert result.trace is not None and not any("planner" in note for note in result.trace.notes)
+
+
+def test_an_unfiltered_recall_asks_for_no_estimate() -> None:
+    result, ops = run_recorded(
+        recall_plan(_context(), "Where does Bob live?", RecallOptions(trace=True)), _estimating(10**9)
+    )
+    assert not any(isinstance(op, Query) and _explains(op) for op in ops)
+    assert "few" not in _semantic(ops)
+    assert result.trace is not None and "filter_estimate" not in result.trace.timings_ms
+
+
+def test_the_keyword_arm_alone_asks_for_no_estimate() -> None:
+    _, ops = run_recorded(
+        recall_plan(_context(), "Where does Bob live?", RecallOptions(tags=["travel"], arms=["keyword"])),
+        _estimating(10**9),
+    )
+    assert not any(isinstance(op, Query) and _explains(op) for op in ops)
