@@ -143,6 +143,27 @@ def test_embeddings_are_stored_in_the_row(plain: MemoryEngine) -> None:
     assert row == ("m",)  # MAIN: inline unless nothing else makes the row fit
 
 
+def test_a_memory_row_of_a_few_kilobytes_is_stored_whole(engine: MemoryEngine) -> None:
+    """Migration 0015: the keyword arm reads the search vector of every row its terms match, so
+    a row over the default TOAST threshold (2 kB; the 384-d embedding alone is 1.5 kB) keeps it
+    in the heap instead of moving it to the TOAST table."""
+    bank = _bank("inline")
+    words = " ".join(f"heron{i} marsh{i} reed{i}" for i in range(25))
+    [memory_id] = engine.retain(
+        [MemoryItem(text=f"The herons nested here. {words}")], bank=bank, progress=False
+    )
+    with psycopg.connect(engine.dsn) as conn:
+        row = conn.execute(
+            "SELECT pg_column_size(u.*), pg_column_toast_chunk_id(u.search_vector), "
+            "pg_column_toast_chunk_id(u.text) FROM memory_units u WHERE u.bank_id = %s AND u.id = %s",
+            (bank, memory_id),
+        ).fetchone()
+    assert row is not None
+    size, search_vector_chunk, text_chunk = row
+    assert 2032 < size < 4080  # over the default threshold: this row would have been toasted
+    assert (search_vector_chunk, text_chunk) == (None, None)
+
+
 def test_new_embedded_server_is_tuned() -> None:
     import shutil
     import tempfile
