@@ -64,7 +64,8 @@ class Copy:
 @dataclass(frozen=True, slots=True)
 class Concurrently:
     """Run several queries at once, each on its own pooled connection, outside any transaction
-    the plan holds. The plan receives the results in order; a failed query yields its exception
+    the plan holds (each its own transaction: autocommit, unless it has settings or a timeout
+    to apply first). The plan receives the results in order; a failed query yields its exception
     object instead of a result, so one slow or broken arm cannot sink the others."""
 
     queries: tuple[Query, ...]

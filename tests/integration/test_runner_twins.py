@@ -61,3 +61,31 @@ def _made_rows() -> Plan[list[Any]]:
 
 async def test_both_runners_make_rows_with_any_row_maker(engine: MemoryEngine) -> None:
     assert engine.run(_made_rows()) == await engine.arun(_made_rows()) == [[(1, "w1"), (2, "w2")], None]
+
+
+def _concurrent_transactions() -> Plan[list[Any]]:
+    rows = yield Concurrently(
+        (
+            # No settings: its own transaction (autocommit), no BEGIN / COMMIT round trips.
+            Query("SELECT statement_timestamp() = transaction_timestamp() AS alone"),
+            # Settings are transaction-local: applied in a transaction, before the statement.
+            Query("SELECT current_setting('work_mem') AS work_mem", settings={"work_mem": "7MB"}),
+            Query("SELECT 1/0 AS boom"),
+        )
+    )
+    return [rows[0], rows[1], type(rows[2]).__name__]
+
+
+async def test_concurrent_queries_run_alone_unless_they_carry_settings(engine: MemoryEngine) -> None:
+    expected = [[{"alone": True}], [{"work_mem": "7MB"}], "DivisionByZero"]
+    for _ in range(3):
+        assert engine.run(_concurrent_transactions()) == expected
+        assert await engine.arun(_concurrent_transactions()) == expected
+    # Every pooled connection went back as it came: not in autocommit, idle.
+    pool = engine._pools._sync_pool()
+    held = [pool.getconn() for _ in range(pool.max_size)]
+    try:
+        assert not any(conn.autocommit for conn in held)
+    finally:
+        for conn in held:
+            pool.putconn(conn)
