@@ -130,7 +130,8 @@ _FULLTEXT_SCORE = sql.SQL("ts_rank_cd(u.search_vector, kq.q, 1)")
 # summed in the same order; tests/integration/test_keyword_stats.py compares it with the plain
 # formulation):
 # - the memory's search vector is detoasted once (``sv``, a copy made in a LATERAL that is not
-#   flattened) instead of once per use: most search vectors are stored out of line;
+#   flattened) instead of once per use: most search vectors of rows written before migration
+#   0015 are stored out of line (since 0015 a row stays whole up to 4 kB);
 # - the query's lexemes are cut out of it with two ``ts_delete`` calls (delete the query's
 #   lexemes, then delete every lexeme left) instead of unnesting every lexeme of the memory
 #   into a function scan and filtering;
