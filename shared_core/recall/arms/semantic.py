@@ -94,7 +94,9 @@ WHERE score >= %(semantic_min)s""")
 # cap keeps an estimate a third too high from skipping a filter the exact path would rank; a
 # low estimate is harmless (the capped statement still counts). Not tuned on recall quality:
 # a filter taking the skip is one the capped statement would have sent to the same scan
-# unless the planner is off by more than that margin.
+# unless the planner is off by more than that margin. Every filtered recall pays the estimate,
+# a narrow filter for nothing: the `filter_estimate` stage took 0.8 ms p50 with team=er (one
+# torch thread, load ~3.7) and 2.7-5.6 ms in A/B runs at load 3.5-6.5 (docs/benchmarks/latency.md).
 EXACT_SKIP_ESTIMATE = 22_500
 # ``embedding IS NOT NULL`` stands for the index's dimension predicate: the planner has no
 # statistics for ``vector_dims(embedding) = d`` and guessed 0.5% of the rows (183 instead of
