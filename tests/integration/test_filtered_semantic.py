@@ -153,3 +153,19 @@ def test_a_filtered_recall_takes_the_path_the_planner_estimate_picks(
     assert any(note.startswith("semantic: about") for note in skipped.trace.notes)
     assert skipped.trace.arms["semantic"] == exact[0].trace.arms["semantic"]  # type: ignore[union-attr]
     assert [m.id for m in skipped.memories] == [m.id for m in exact[0].memories]
+
+
+async def test_the_async_recall_estimates_too(engine: MemoryEngine, bank: str) -> None:
+    engine.retain(
+        [
+            MemoryItem(text=f"Note {i}: {TOPICS[i % len(TOPICS)]}.", tags=("odd",) if i % 2 else ())
+            for i in range(10)
+        ],
+        bank=bank,
+        progress=False,
+    )
+    options: dict[str, Any] = {"bank": bank, "tags": ["odd"], "tags_match": "any_strict", "trace": True}
+    synced = engine.recall("a walk in the mountains", **options)
+    awaited = await engine.arecall("a walk in the mountains", **options)
+    assert awaited.trace is not None and "filter_estimate" in awaited.trace.timings_ms
+    assert [m.id for m in awaited.memories] == [m.id for m in synced.memories]
