@@ -63,6 +63,7 @@ from shared_core.types import ARM_NAMES, ArmName, DateGrain, TimeWindow, as_utc
 
 __all__ = [
     "FEATURE_NAMES",
+    "NEIGHBOUR_FEATURE",
     "CandidateSignals",
     "LearnedScorer",
     "QuerySignals",
@@ -277,6 +278,7 @@ def _row(
         0.0 if when_rank is None else _RRF_K / (_RRF_K + when_rank),
         *(0.0 for _ in _RELATIVE),  # filled by _relative
         tight,
+        0.0,  # neighbour_of_top: marked by the caller
     ]
 
 
@@ -296,6 +298,8 @@ _RELATIVE: Final = (
     "log_words_rel",
     "log_candidates",
 )
+
+NEIGHBOUR_FEATURE: Final = "neighbour_of_top"
 
 FEATURE_NAMES: Final[tuple[str, ...]] = (
     "intercept",
@@ -321,6 +325,10 @@ FEATURE_NAMES: Final[tuple[str, ...]] = (
     # appended after the relative columns (every earlier column keeps its place): how tight the
     # narrowest span of years the text writes around the question's window is (_year_features)
     "window_tight_years",
+    # the second graph round: whether the candidate is a document neighbour of one of the first
+    # stage's top hits (LearnedScorer.seeds, arms/graph.py's neighbour_plan); featurize leaves
+    # it 0, the caller marks it (LearnedScorer.probabilities)
+    NEIGHBOUR_FEATURE,
 )
 """Every feature :func:`featurize` computes, in column order; a model uses a subset."""
 
@@ -336,7 +344,7 @@ def featurize(query: QuerySignals, candidates: Sequence[CandidateSignals]) -> np
 
     >>> q = QuerySignals.from_query("Who plays violin?", None)
     >>> featurize(q, [CandidateSignals(position=0, rrf=0.02, cosine=0.5, text="x")]).shape
-    (1, 32)
+    (1, 33)
     """
     n = len(candidates)
     if not n:
@@ -433,6 +441,7 @@ def featurize(query: QuerySignals, candidates: Sequence[CandidateSignals]) -> np
         put(tight)
     else:
         col += 1
+    col += 1  # neighbour_of_top: marked by the caller (LearnedScorer.probabilities)
     assert col == len(FEATURE_NAMES), "a feature column is missing"
     _relative(out)
     return out
@@ -559,6 +568,12 @@ class LearnedScorer:
 
     ``features`` names the columns used, ``mean`` / ``scale`` standardise them, ``coef`` and
     ``intercept`` are the model. :meth:`default` loads the weights shipped with the package.
+
+    A model reading :data:`NEIGHBOUR_FEATURE` ranks in two stages: ``first_stage`` (a model
+    without it) picks the ``neighbour_seeds`` best candidates (:meth:`seeds`), the caller finds
+    their neighbours within ``neighbour_window`` places in their documents
+    (``arms/graph.py``'s ``neighbour_plan``) and :meth:`probabilities` scores every candidate
+    with those marked, as the model was trained.
     """
 
     features: tuple[str, ...]
@@ -567,6 +582,9 @@ class LearnedScorer:
     coef: npt.NDArray[np.float64]
     intercept: float
     meta: Mapping[str, Any] = field(default_factory=dict)
+    first_stage: LearnedScorer | None = None
+    neighbour_seeds: int = 0
+    neighbour_window: int = 0
     _columns: npt.NDArray[np.intp] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -576,6 +594,15 @@ class LearnedScorer:
         n = len(self.features)
         if not (self.mean.shape == self.scale.shape == self.coef.shape == (n,)):
             raise ValueError("mean, scale and coef need one value per feature")
+        if self.first_stage is not None and (
+            NEIGHBOUR_FEATURE in self.first_stage.features
+            or self.neighbour_seeds < 1
+            or self.neighbour_window < 1
+        ):
+            raise ValueError(
+                f"a first stage must not read {NEIGHBOUR_FEATURE} and needs "
+                "neighbour_seeds, neighbour_window >= 1"
+            )
         object.__setattr__(
             self, "_columns", np.asarray([FEATURE_NAMES.index(f) for f in self.features], dtype=np.intp)
         )
@@ -583,19 +610,23 @@ class LearnedScorer:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> LearnedScorer:
         """Build from the JSON layout of ``learned_reranker.json``."""
+        own = {"features", "mean", "scale", "coef", "intercept", "first_stage"}
+        own |= {"neighbour_seeds", "neighbour_window"}
+        first = data.get("first_stage")
         return cls(
             features=tuple(data["features"]),
             mean=np.asarray(data["mean"], dtype=np.float64),
             scale=np.asarray(data["scale"], dtype=np.float64),
             coef=np.asarray(data["coef"], dtype=np.float64),
             intercept=float(data["intercept"]),
-            meta={
-                k: v for k, v in data.items() if k not in {"features", "mean", "scale", "coef", "intercept"}
-            },
+            meta={k: v for k, v in data.items() if k not in own},
+            first_stage=None if first is None else cls.from_dict(first),
+            neighbour_seeds=int(data.get("neighbour_seeds", 0)),
+            neighbour_window=int(data.get("neighbour_window", 0)),
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             **self.meta,
             "features": list(self.features),
             "mean": self.mean.tolist(),
@@ -603,11 +634,23 @@ class LearnedScorer:
             "coef": self.coef.tolist(),
             "intercept": self.intercept,
         }
+        if self.first_stage is not None:
+            out |= {
+                "neighbour_seeds": self.neighbour_seeds,
+                "neighbour_window": self.neighbour_window,
+                "first_stage": self.first_stage.to_dict(),
+            }
+        return out
 
     @classmethod
     def default(cls) -> LearnedScorer:
         """The weights shipped with the package (loaded once per process)."""
         return _default_scorer()
+
+    @property
+    def reads_neighbours(self) -> bool:
+        """Whether :meth:`probabilities` reads the neighbours of :meth:`seeds`."""
+        return NEIGHBOUR_FEATURE in self.features
 
     def logits(self, rows: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         """Logits for rows of :func:`featurize` (all columns)."""
@@ -615,13 +658,44 @@ class LearnedScorer:
         out: npt.NDArray[np.float64] = x @ self.coef + self.intercept
         return out
 
-    def score(self, query: QuerySignals, candidates: Sequence[CandidateSignals]) -> list[float]:
-        """Calibrated relevance in [0, 1] per candidate, in the input order."""
-        if not candidates:
+    def seeds(self, rows: npt.NDArray[np.float64]) -> list[int]:
+        """The indices of the first stage's ``neighbour_seeds`` best rows (best first, ties in
+        input order); empty for a model that does not read neighbours."""
+        if self.first_stage is None or not self.reads_neighbours or not len(rows):
             return []
-        z = np.clip(self.logits(featurize(query, candidates)), -40.0, 40.0)
+        order = np.argsort(-self.first_stage.logits(rows), kind="stable")
+        return [int(i) for i in order[: self.neighbour_seeds]]
+
+    def probabilities(self, rows: npt.NDArray[np.float64], neighbours: Sequence[int] = ()) -> list[float]:
+        """Calibrated relevance in [0, 1] per row of :func:`featurize`, the rows ``neighbours``
+        (indices; the seeds themselves are not marked, as in training) marked as neighbours
+        of the :meth:`seeds` in their documents (``rows`` is not changed)."""
+        if not len(rows):
+            return []
+        if len(neighbours):
+            rows = rows.copy()
+            rows[list(neighbours), _COLUMN[NEIGHBOUR_FEATURE]] = 1.0
+        z = np.clip(self.logits(rows), -40.0, 40.0)
         scores: list[float] = (1.0 / (1.0 + np.exp(-z))).tolist()
         return scores
+
+    def prepare(
+        self, query: QuerySignals, candidates: Sequence[CandidateSignals]
+    ) -> tuple[npt.NDArray[np.float64], list[int]]:
+        """The feature rows of ``candidates`` and the :meth:`seeds` among them: what recall
+        computes before it looks the seeds' neighbours up."""
+        rows = featurize(query, candidates)
+        return rows, self.seeds(rows)
+
+    def score(
+        self, query: QuerySignals, candidates: Sequence[CandidateSignals], neighbours: Sequence[int] = ()
+    ) -> list[float]:
+        """Calibrated relevance in [0, 1] per candidate, in the input order (``neighbours``:
+        indices of the candidates that neighbour a seed in their documents; none known by
+        default)."""
+        if not candidates:
+            return []
+        return self.probabilities(featurize(query, candidates), neighbours)
 
 
 @functools.cache

@@ -17,7 +17,7 @@ import numpy.typing as npt
 
 from shared_core.protocols import TokenCounter
 from shared_core.recall.arms import Arm, ArmQuery, ArmResult
-from shared_core.recall.arms.graph import GRAPH
+from shared_core.recall.arms.graph import GRAPH, neighbour_plan
 from shared_core.recall.arms.keyword import KEYWORD, keyword_terms
 from shared_core.recall.arms.semantic import SEMANTIC
 from shared_core.recall.arms.temporal import TEMPORAL, DatedHit, asks_when, temporal_proximity
@@ -237,7 +237,10 @@ def _rank(
     ranking before the cut (the first 2N), which chunks are chosen from."""
     _, boosts = ctx.settings.profile(ctx.reranker.kind)
     with watch.stage("rerank"):
-        raw, normalised = yield from _score(ctx, text, window, cut, rows)
+        # The graph arm's second round (document neighbours of the reranker's first-stage top
+        # hits) runs with the graph arm: arms without "graph" leave it out too.
+        graph = opts.bank if "graph" in opts.arm_names and ctx.settings.graph_neighbours else None
+        raw, normalised = yield from _score(ctx, text, window, cut, rows, neighbours_in=graph)
     with watch.stage("boosts"):
         inputs = [_boost_input(c, rows[c.id], window) for c in cut]
         timed = ctx.settings.date_signals  # False: the question's time is ignored (ablations)
@@ -282,13 +285,16 @@ def _score(
     rows: Mapping[str, MemoryRow],
     *,
     offset: int = 0,
+    neighbours_in: str | None = None,
 ) -> Plan[tuple[list[float] | None, list[float]]]:
     """The reranker's ``(raw, normalised)`` scores of ``candidates`` (fused order, the first
     at position ``offset``): the learned reranker's probabilities, a cross-encoder's raw and
-    sigmoid scores, or passthrough's rank-seeded scores (raw None)."""
+    sigmoid scores, or passthrough's rank-seeded scores (raw None). ``neighbours_in``: the bank
+    whose documents the learned reranker's second graph round reads (None: no second round)."""
     if ctx.reranker.is_learned:
-        normalised: list[float] = yield Compute(
-            LearnedScorer.default().score,
+        scorer = LearnedScorer.default()
+        features, seeds = yield Compute(
+            scorer.prepare,
             (
                 QuerySignals.from_query(text, window)
                 if ctx.settings.date_signals
@@ -296,6 +302,15 @@ def _score(
                 [_signals(offset + i, c, rows[c.id]) for i, c in enumerate(candidates)],
             ),
         )
+        marked: list[int] = []
+        if neighbours_in is not None and seeds:
+            # The graph's second round: the document neighbours of the first stage's top hits.
+            near = yield from neighbour_plan(
+                neighbours_in, [candidates[i].id for i in seeds], scorer.neighbour_window
+            )
+            seeded = set(seeds)
+            marked = [i for i, c in enumerate(candidates) if c.id in near and i not in seeded]
+        normalised: list[float] = yield Compute(scorer.probabilities, (features, marked))
         return None, normalised
     if ctx.reranker.is_passthrough:  # rank-seeded scores: no document strings to build
         return None, passthrough_scores(len(candidates))
