@@ -119,9 +119,7 @@ def analyse(blocks: Sequence[dict[str, Any]], category: int, scorer: LearnedScor
             q_ents = {e for e in members if e.lower() in raw["question"].lower()}
             # the second round: mass on the reranker's top 5, 1/rank each
             round2 = spread({mid: 1.0 / r for r, mid in enumerate(top5, start=1)}, entities, members)
-            r2_order = sorted(
-                (m for m in round2 if m not in set(order[:10])), key=lambda m: (-round2[m], m)
-            )
+            r2_order = sorted((m for m in round2 if m not in set(order[:10])), key=lambda m: (-round2[m], m))
             r2_rank = {m: r for r, m in enumerate(r2_order, start=1)}
             for g in gold:
                 b = _bucket(rank_of.get(g))
@@ -141,7 +139,11 @@ def analyse(blocks: Sequence[dict[str, Any]], category: int, scorer: LearnedScor
                 sess, turn = _session_turn(dia_of[g])
                 found_sessions = {_session_turn(dia_of[f])[0] for f in found}
                 top_sessions = {_session_turn(dia_of[t])[0] for t in top5}
-                near = [abs(turn - _session_turn(dia_of[t])[1]) for t in top5 if _session_turn(dia_of[t])[0] == sess]
+                near = [
+                    abs(turn - _session_turn(dia_of[t])[1])
+                    for t in top5
+                    if _session_turn(dia_of[t])[0] == sess
+                ]
                 found_ents = set().union(*(entities[f] for f in found)) if found else set()
                 top_ents = set().union(*(entities[t] for t in top5))
                 rare = {e for e in g_ents if len(members[e]) <= 0.05 * len(memories)}
@@ -158,7 +160,9 @@ def analyse(blocks: Sequence[dict[str, Any]], category: int, scorer: LearnedScor
                 shares["session of top 5"] += sess in top_sessions
                 shares["within 3 turns of a top-5 hit"] += bool(near and min(near) <= 3)
                 shares["term of found evidence (not in question)"] += bool(
-                    found and (g_terms - q_terms) & set().union(*(_content_terms(memories[f]["text"]) for f in found))
+                    found
+                    and (g_terms - q_terms)
+                    & set().union(*(_content_terms(memories[f]["text"]) for f in found))
                 )
                 second_round["rank"].append(r2_rank.get(g, 10**6))
                 if len(examples) < 12 and g in cand:
@@ -197,10 +201,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("| bucket | turns | % |\n|---|---:|---:|")
     for b, n in out["buckets"].items():
         print(f"| {b} | {n} | {_pct(n, total)} |")
-    print(f"\nmissed (not in the top 10): {missed}, of which among the fused candidates {out['missed_fused']}")
+    print(
+        f"\nmissed (not in the top 10): {missed}, of which among the fused candidates {out['missed_fused']}"
+    )
     print("\nmissed and fused, found by arm (count, median rank in that arm):")
     for arm, n in sorted(out["arms_found"].items(), key=lambda t: -t[1]):
-        print(f"- {arm}: {n} ({_pct(n, out['missed_fused'])}%), median rank {out['arm_rank_median'].get(arm, '–')}")
+        print(
+            f"- {arm}: {n} ({_pct(n, out['missed_fused'])}%), "
+            f"median rank {out['arm_rank_median'].get(arm, '–')}"
+        )
     print("\nmissed turns sharing ... (% of missed):")
     for k, n in out["shares"].items():
         print(f"- {k}: {n} ({_pct(n, missed)}%)")

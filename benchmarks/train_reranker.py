@@ -670,7 +670,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         first, seeds, window = shipped.first_stage, shipped.neighbour_seeds, shipped.neighbour_window
     elif NEIGHBOUR_FEATURE in args.features:
         first = fit(
-            [*train, *extra], [f for f in args.features if f not in {SIZE_FEATURE, NEIGHBOUR_FEATURE}], args.l2
+            [*train, *extra],
+            [f for f in args.features if f not in {SIZE_FEATURE, NEIGHBOUR_FEATURE}],
+            args.l2,
         )
         seeds, window = args.neighbour_seeds, args.neighbour_window
 
