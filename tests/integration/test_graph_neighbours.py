@@ -41,7 +41,7 @@ def _retain(engine: MemoryEngine, bank: str) -> tuple[list[str], list[str], list
 
 def test_neighbours_are_within_the_window_in_the_seeds_document(engine: MemoryEngine) -> None:
     bank = _bank()
-    session, other, loose = _retain(engine, bank)
+    session, other, _ = _retain(engine, bank)
     assert engine.run(neighbour_plan(bank, [session[2]], 2)) == {
         session[0],
         session[1],
@@ -93,7 +93,7 @@ def test_recall_looks_up_the_neighbours_of_the_first_stage_top_hits(
     scorer = LearnedScorer.default()
     assert scorer.reads_neighbours and scorer.first_stage is not None
     bank = _bank()
-    session, other, loose = _retain(engine, bank)
+    session, other, _ = _retain(engine, bank)
     spy = _Spy()
     monkeypatch.setattr(pipeline, "neighbour_plan", spy)
     result = _recall(engine, bank)
