@@ -27,6 +27,7 @@ LoCoMo (CC BY-NC 4.0) is evaluation data: the traces and this report stay out of
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 from collections import Counter, defaultdict
@@ -39,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import numpy as np
 from _locomo import parse_selection
 from reranker_data import DEFAULT_DATA_DIR, load_rows
-from train_reranker import LOCOMO_CATEGORIES, questions_of
+from train_reranker import LOCOMO_CATEGORIES, questions_of, with_neighbours
 
 from shared_core.recall.learned import LearnedScorer, _content_terms, _names
 
@@ -103,6 +104,9 @@ def analyse(blocks: Sequence[dict[str, Any]], category: int, scorer: LearnedScor
         for raw, q in zip(block["questions"], datas, strict=True):
             if q.category != category:
                 continue
+            if scorer is not None and scorer.first_stage is not None:
+                # the second graph round, marked as recall marks it
+                q = with_neighbours(q, scorer.first_stage, scorer.neighbour_seeds, scorer.neighbour_window)
             ids = [c["id"] for c in raw["candidates"]]
             if scorer is None:
                 order = [by_dia.get(d, d) for d in q.passthrough]
@@ -192,10 +196,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--conversations", default="0-4", help="tune split only: '0-4'")
     p.add_argument("--category", default="multi-hop", choices=list(LOCOMO_CATEGORIES.values()))
     p.add_argument("--passthrough", action="store_true", help="order as recall returned (no learned)")
+    p.add_argument("--weights", type=Path, default=None, help="a learned_reranker.json (default: shipped)")
     args = p.parse_args(argv)
     category = {v: k for k, v in LOCOMO_CATEGORIES.items()}[args.category]
     blocks = load_rows(args.data_dir, "locomo", parse_selection(args.conversations, 10))
-    out = analyse(blocks, category, None if args.passthrough else LearnedScorer.default())
+    scorer = (
+        LearnedScorer.from_dict(json.loads(args.weights.read_text()))
+        if args.weights
+        else LearnedScorer.default()
+    )
+    out = analyse(blocks, category, None if args.passthrough else scorer)
     total, missed = out["total"], out["missed"]
     print(f"## {args.category}, conversations {args.conversations}: {total} gold turns\n")
     print("| bucket | turns | % |\n|---|---:|---:|")
