@@ -106,6 +106,7 @@ def recall_plan(ctx: RecallContext, query: str, opts: RecallOptions) -> Plan[Rec
     chunks: dict[str, str] = {}
     truncated_chunks: frozenset[str] = frozenset()
     rerank_trace: list[tuple[str, float]] = []
+    rows: Mapping[str, MemoryRow] = {}
     if cut:
         with watch.stage("hydrate"):
             cut, rows = yield from hydrate_plan(opts.bank, cut, vector)
@@ -120,16 +121,22 @@ def recall_plan(ctx: RecallContext, query: str, opts: RecallOptions) -> Plan[Rec
         # arm), so a score threshold treats it like any other memory.
         relevance: list[float | None] = [None] * len(extra)
         if extra and not ctx.reranker.is_passthrough:
+            # The learned reranker scores the fill in one list with the fused candidates: its
+            # features are relative to the list (cosine z-score, coverage over the best, the
+            # list's length), and a memory scored alone is the best of its own list (a fill
+            # memory scored 0.081 above a ranked one's 0.078, tests/integration/
+            # test_langchain_retriever.py). A cross-encoder scores each pair alone.
+            head = list(cut) if ctx.reranker.is_learned else []
             with watch.stage("fill_rerank"):
                 _, scored = yield from _score(
                     ctx,
                     text,
                     window,
-                    [FusedCandidate(id=r.id, rrf=0.0) for r in extra],
-                    {r.id: r for r in extra},
-                    offset=len(cut),
+                    [*head, *(FusedCandidate(id=r.id, rrf=0.0) for r in extra)],
+                    {**rows, **{r.id: r for r in extra}},
+                    offset=len(cut) - len(head),
                 )
-            relevance = list(scored)
+            relevance = list(scored[len(head) :])
         with watch.stage("fill_details"):
             extra_details = yield from details_plan(opts.bank, [r.id for r in extra])
         memories += [
