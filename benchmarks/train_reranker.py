@@ -133,10 +133,14 @@ SMALL_PER_QUESTION = 4
 SMALL_GOLD_P = 0.7
 DEFAULT_L2 = 1.0  # per-row-sum penalty on standardised coefficients (tuned on 0-4)
 # The second graph round (neighbour_of_top): the first stage's NEIGHBOUR_SEEDS best candidates
-# seed it, their neighbours within NEIGHBOUR_WINDOW places in their documents are marked. Tuned
-# on LoCoMo 0-4 (leave-one-conversation-out R@10, the seeds' own mark as recall gives it):
-# seeds/window 3/1 79.4, 3/2 81.0, 3/3 80.9, 5/1 79.9, 5/2 80.6, 5/3 80.6, 10/1 80.1, 10/2 80.6;
-# without the feature 79.5. See docs/benchmarks.md "Second graph round".
+# seed it, their neighbours within NEIGHBOUR_WINDOW places in their documents are marked
+# (with_neighbours). Tuned on LoCoMo 0-4 (leave-one-conversation-out R@10, multi-hop in
+# brackets; without the feature 79.5 (47.4)): a binary mark on every neighbour, seeds
+# included, seeds/window 3/1 79.4, 3/2 81.0, 3/3 80.9, 5/1 79.9, 5/2 80.6 (46.1), 5/3 80.6,
+# 10/1 80.1, 10/2 80.6; seeds left out, 3/2 80.5, 5/1 80.2, 5/2 81.1 (46.2), 5/3 80.8, 10/2
+# 79.2; seeds left out and the mark weighted by the seed's first-stage probability over the
+# best seed's (shipped), 3/2 80.9 (48.0), 5/1 80.1, 5/2 81.1 (47.1), 10/2 80.9. See
+# docs/benchmarks.md "Second graph round".
 NEIGHBOUR_SEEDS = 5
 NEIGHBOUR_WINDOW = 2
 LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
@@ -189,24 +193,28 @@ def document_positions(memories: dict[str, Any]) -> dict[str, tuple[str, int]]:
 
 
 def with_neighbours(q: QuestionData, first: LearnedScorer, seeds: int, window: int) -> QuestionData:
-    """``q`` with :data:`NEIGHBOUR_FEATURE` marked as recall marks it: the candidates within
-    ``window`` places, in their documents, of the ``seeds`` best candidates by ``first``,
-    other than those seeds."""
+    """``q`` with :data:`NEIGHBOUR_FEATURE` marked as recall marks it (learned.py's
+    ``LearnedScorer.neighbour_marks``): a candidate within ``window`` places, in its document,
+    of one of the ``seeds`` best candidates by ``first`` (and not one of them) gets the best
+    such seed's first-stage probability over the best seed's."""
     col = FEATURE_NAMES.index(NEIGHBOUR_FEATURE)
     x = q.x.copy()
     x[:, col] = 0.0
     if len(x) and q.doc_pos:
-        order = np.argsort(-first.logits(q.x), kind="stable")[:seeds].tolist()
-        where = {p: i for i, p in enumerate(q.doc_pos) if p is not None and i not in order}
+        logits = first.logits(q.x)
+        p = 1.0 / (1.0 + np.exp(-np.clip(logits, -40.0, 40.0)))
+        order = np.argsort(-logits, kind="stable")[:seeds].tolist()
+        where = {place: i for i, place in enumerate(q.doc_pos) if place is not None and i not in order}
+        best = float(p[order[0]])
         for s in order:
             place = q.doc_pos[s]
-            if place is None:
+            if place is None or best <= 0:
                 continue
             doc, at = place
             for offset in (*range(-window, 0), *range(1, window + 1)):
                 i = where.get((doc, at + offset))
                 if i is not None:
-                    x[i, col] = 1.0
+                    x[i, col] = max(x[i, col], float(p[s]) / best)
     return dataclasses.replace(q, x=x)
 
 
@@ -576,7 +584,7 @@ def scoring_ms(block: dict[str, Any], scorer: LearnedScorer, repeat: int = 20) -
         t0 = time.perf_counter()
         # both stages (the neighbour lookup between them is a statement, not scoring)
         rows, seeds = scorer.prepare(query, signals)
-        scorer.probabilities(rows, seeds)
+        scorer.probabilities(rows, seeds, {i: seeds[:1] for i in range(len(rows))})
         best = min(best, time.perf_counter() - t0)
     return round(best * 1e3, 3)
 

@@ -666,15 +666,42 @@ class LearnedScorer:
         order = np.argsort(-self.first_stage.logits(rows), kind="stable")
         return [int(i) for i in order[: self.neighbour_seeds]]
 
-    def probabilities(self, rows: npt.NDArray[np.float64], neighbours: Sequence[int] = ()) -> list[float]:
-        """Calibrated relevance in [0, 1] per row of :func:`featurize`, the rows ``neighbours``
-        (indices; the seeds themselves are not marked, as in training) marked as neighbours
-        of the :meth:`seeds` in their documents (``rows`` is not changed)."""
+    def neighbour_marks(
+        self,
+        rows: npt.NDArray[np.float64],
+        seeds: Sequence[int],
+        neighbours: Mapping[int, Sequence[int]],
+    ) -> npt.NDArray[np.float64]:
+        """The :data:`NEIGHBOUR_FEATURE` column: for each row in ``neighbours`` (row index ->
+        the indices of the seeds it neighbours in its document), the first stage's probability
+        of its best such seed over that of the best seed (``seeds[0]``); 0 for the others.
+        Relative, so it reads the same over any list: 1 beside the top hit, less beside a seed
+        the first stage was less sure of."""
+        marks = np.zeros(len(rows))
+        if self.first_stage is None or not seeds or not neighbours:
+            return marks
+        first = 1.0 / (1.0 + np.exp(-np.clip(self.first_stage.logits(rows), -40.0, 40.0)))
+        best = float(first[seeds[0]])
+        for i, near in neighbours.items():
+            if near:
+                marks[i] = max(float(first[s]) for s in near) / best if best > 0 else 0.0
+        return marks
+
+    def probabilities(
+        self,
+        rows: npt.NDArray[np.float64],
+        seeds: Sequence[int] = (),
+        neighbours: Mapping[int, Sequence[int]] | None = None,
+    ) -> list[float]:
+        """Calibrated relevance in [0, 1] per row of :func:`featurize`, with the rows in
+        ``neighbours`` (row index -> the :meth:`seeds` it neighbours in its document; the seeds
+        themselves are left out, as in training) marked by :meth:`neighbour_marks` (``rows``
+        is not changed)."""
         if not len(rows):
             return []
-        if len(neighbours):
+        if neighbours:
             rows = rows.copy()
-            rows[list(neighbours), _COLUMN[NEIGHBOUR_FEATURE]] = 1.0
+            rows[:, _COLUMN[NEIGHBOUR_FEATURE]] = self.neighbour_marks(rows, seeds, neighbours)
         z = np.clip(self.logits(rows), -40.0, 40.0)
         scores: list[float] = (1.0 / (1.0 + np.exp(-z))).tolist()
         return scores
@@ -688,14 +715,18 @@ class LearnedScorer:
         return rows, self.seeds(rows)
 
     def score(
-        self, query: QuerySignals, candidates: Sequence[CandidateSignals], neighbours: Sequence[int] = ()
+        self,
+        query: QuerySignals,
+        candidates: Sequence[CandidateSignals],
+        neighbours: Mapping[int, Sequence[int]] | None = None,
     ) -> list[float]:
         """Calibrated relevance in [0, 1] per candidate, in the input order (``neighbours``:
-        indices of the candidates that neighbour a seed in their documents; none known by
+        candidate index -> the :meth:`seeds` it neighbours in its document; none known by
         default)."""
         if not candidates:
             return []
-        return self.probabilities(featurize(query, candidates), neighbours)
+        rows, seeds = self.prepare(query, candidates)
+        return self.probabilities(rows, seeds, neighbours)
 
 
 @functools.cache

@@ -309,15 +309,19 @@ def _score(
                 [_signals(offset + i, c, rows[c.id]) for i, c in enumerate(candidates)],
             ),
         )
-        marked: list[int] = []
+        marked: dict[int, list[int]] = {}
         if neighbours_in is not None and seeds:
             # The graph's second round: the document neighbours of the first stage's top hits.
             near = yield from neighbour_plan(
                 neighbours_in, [candidates[i].id for i in seeds], scorer.neighbour_window
             )
-            seeded = set(seeds)
-            marked = [i for i, c in enumerate(candidates) if c.id in near and i not in seeded]
-        normalised: list[float] = yield Compute(scorer.probabilities, (features, marked))
+            index = {candidates[i].id: i for i in seeds}
+            marked = {
+                i: [index[s] for s in near[c.id]]
+                for i, c in enumerate(candidates)
+                if c.id in near and c.id not in index
+            }
+        normalised: list[float] = yield Compute(scorer.probabilities, (features, seeds, marked))
         return None, normalised
     if ctx.reranker.is_passthrough:  # rank-seeded scores: no document strings to build
         return None, passthrough_scores(len(candidates))

@@ -42,41 +42,47 @@ def _retain(engine: MemoryEngine, bank: str) -> tuple[list[str], list[str], list
 def test_neighbours_are_within_the_window_in_the_seeds_document(engine: MemoryEngine) -> None:
     bank = _bank()
     session, other, _ = _retain(engine, bank)
-    assert engine.run(neighbour_plan(bank, [session[2]], 2)) == {
-        session[0],
-        session[1],
-        session[3],
-        session[4],
-    }
-    assert engine.run(neighbour_plan(bank, [session[0]], 1)) == {session[1]}
+    a = session
+    assert engine.run(neighbour_plan(bank, [a[2]], 2)) == {m: {a[2]} for m in (a[0], a[1], a[3], a[4])}
+    assert engine.run(neighbour_plan(bank, [a[0]], 1)) == {a[1]: {a[0]}}
     # a document's edge, and two documents at once: nothing crosses into another document
-    assert engine.run(neighbour_plan(bank, [session[5], other[0]], 2)) == {session[3], session[4], other[1]}
-    # seeds neighbouring one another are returned too (the caller leaves the seeds out)
-    assert engine.run(neighbour_plan(bank, [session[1], session[2]], 1)) == set(session[:4])
+    assert engine.run(neighbour_plan(bank, [a[5], other[0]], 2)) == {
+        a[3]: {a[5]},
+        a[4]: {a[5]},
+        other[1]: {other[0]},
+    }
+    # each neighbour with every seed it neighbours; seeds neighbouring one another are
+    # returned too (the caller leaves the seeds out)
+    assert engine.run(neighbour_plan(bank, [a[1], a[2]], 1)) == {
+        a[0]: {a[1]},
+        a[1]: {a[2]},
+        a[2]: {a[1]},
+        a[3]: {a[2]},
+    }
 
 
 def test_memories_without_a_document_have_no_neighbours(engine: MemoryEngine) -> None:
     bank = _bank()
     _, _, loose = _retain(engine, bank)
-    assert engine.run(neighbour_plan(bank, loose, 2)) == frozenset()
-    assert engine.run(neighbour_plan(bank, [], 2)) == frozenset()
-    assert engine.run(neighbour_plan(bank, loose, 0)) == frozenset()
+    assert engine.run(neighbour_plan(bank, loose, 2)) == {}
+    assert engine.run(neighbour_plan(bank, [], 2)) == {}
+    assert engine.run(neighbour_plan(bank, loose, 0)) == {}
 
 
 def test_neighbours_stay_in_their_bank(engine: MemoryEngine) -> None:
     first, second = _bank(), _bank()
     session, _, _ = _retain(engine, first)
     twin, _, _ = _retain(engine, second)  # same document ids in another bank
-    assert engine.run(neighbour_plan(first, [session[2]], 1)) == {session[1], session[3]}
-    assert engine.run(neighbour_plan(second, [twin[2]], 1)) == {twin[1], twin[3]}
+    assert set(engine.run(neighbour_plan(first, [session[2]], 1))) == {session[1], session[3]}
+    assert set(engine.run(neighbour_plan(second, [twin[2]], 1))) == {twin[1], twin[3]}
 
 
 class _Spy:
     def __init__(self) -> None:
         self.calls: list[tuple[str, list[str], int]] = []
-        self.found: list[frozenset[str]] = []
+        self.found: list[dict[str, frozenset[str]]] = []
 
-    def __call__(self, bank: str, seeds: Sequence[str], window: int) -> Plan[frozenset[str]]:
+    def __call__(self, bank: str, seeds: Sequence[str], window: int) -> Plan[dict[str, frozenset[str]]]:
         self.calls.append((bank, list(seeds), window))
         found = yield from neighbour_plan(bank, seeds, window)
         self.found.append(found)
@@ -105,7 +111,8 @@ def test_recall_looks_up_the_neighbours_of_the_first_stage_top_hits(
     assert len(seeds) == min(scorer.neighbour_seeds, len(fused)) and set(seeds) <= set(fused)
     # the turn that names the trip is a seed: its document neighbours were looked up
     assert session[0] in seeds or session[1] in seeds
-    assert spy.found[0] <= set(session + other)
+    assert set(spy.found[0]) <= set(session + other)
+    assert all(near and near <= set(seeds) for near in spy.found[0].values())
 
 
 def test_without_the_graph_arm_or_with_the_round_off_no_neighbours_are_read(

@@ -323,13 +323,28 @@ def test_a_marked_neighbour_scores_higher_and_the_rows_are_not_changed() -> None
     scorer = _toy()
     q = QuerySignals.from_query("Where does Mara work?", None)
     cands = [_candidate(i, cosine=c) for i, c in enumerate([0.2, 0.9, 0.5, 0.9])]
-    rows, _ = scorer.prepare(q, cands)
+    rows, seeds = scorer.prepare(q, cands)
     before = rows.copy()
-    plain = scorer.probabilities(rows)
-    marked = scorer.probabilities(rows, [0])
+    plain = scorer.probabilities(rows, seeds)
+    marked = scorer.probabilities(rows, seeds, {0: [3]})
     assert marked[0] > plain[0] and marked[1:] == plain[1:]
     assert np.array_equal(rows, before)
-    assert scorer.score(q, cands) == plain and scorer.score(q, cands, [0]) == marked
+    assert scorer.score(q, cands) == plain and scorer.score(q, cands, {0: [3]}) == marked
+
+
+def test_the_mark_is_the_best_neighbouring_seeds_first_stage_probability_over_the_top_seeds() -> None:
+    scorer = _toy()
+    q = QuerySignals.from_query("Where does Mara work?", None)
+    cands = [_candidate(i, cosine=c) for i, c in enumerate([0.2, 2.0, 0.5, 0.0, 0.1])]
+    rows, seeds = scorer.prepare(q, cands)
+    assert seeds == [1, 2]
+    p = [1 / (1 + math.exp(-c)) for c in (2.0, 0.5)]  # the toy first stage: logit = cosine
+    marks = scorer.neighbour_marks(rows, seeds, {0: [2], 3: [1, 2], 4: []})
+    assert marks.tolist() == pytest.approx([p[1] / p[0], 0.0, 0.0, 1.0, 0.0])
+    # beside the top hit scores higher than beside the second seed, other things equal
+    beside_top = scorer.probabilities(rows, seeds, {3: [1]})[3]
+    beside_second = scorer.probabilities(rows, seeds, {3: [2]})[3]
+    assert beside_top > beside_second > scorer.probabilities(rows, seeds)[3]
 
 
 def test_a_two_stage_model_round_trips_and_is_validated() -> None:
@@ -339,7 +354,7 @@ def test_a_two_stage_model_round_trips_and_is_validated() -> None:
     assert (again.neighbour_seeds, again.neighbour_window) == (2, 2)
     q = QuerySignals.from_query("Mara?", None)
     cands = [_candidate(i, cosine=0.1 * i) for i in range(5)]
-    assert again.score(q, cands, [0]) == scorer.score(q, cands, [0])
+    assert again.score(q, cands, {0: [4]}) == scorer.score(q, cands, {0: [4]})
     with pytest.raises(ValueError, match="first stage"):
         LearnedScorer(
             features=("cosine",),
@@ -375,4 +390,5 @@ def test_the_shipped_model_reads_the_neighbours_of_its_first_stage() -> None:
     rows, seeds = scorer.prepare(q, cands)
     assert len(seeds) == scorer.neighbour_seeds
     other = next(i for i in range(30) if i not in seeds)
-    assert scorer.probabilities(rows, [other])[other] > scorer.probabilities(rows)[other]
+    plain = scorer.probabilities(rows, seeds)[other]
+    assert scorer.probabilities(rows, seeds, {other: seeds[:1]})[other] > plain

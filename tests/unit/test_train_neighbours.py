@@ -3,10 +3,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
@@ -56,8 +59,13 @@ def test_neighbours_of_the_first_stages_seeds_are_marked_not_the_seeds() -> None
         passthrough=(),
         doc_pos=places,
     )
+    p = [1 / (1 + math.exp(-c)) for c in cosines]  # the first stage: logit = cosine
     marked = with_neighbours(q, first, seeds=2, window=2)  # seeds: 0 (a5) and 3 (a4)
-    assert marked.x[:, MARK].tolist() == [0.0, 1.0, 0.0, 0.0, 0.0, 0.0]
+    assert marked.x[:, MARK].tolist() == [0.0, 1.0, 0.0, 0.0, 0.0, 0.0]  # a6 beside the top seed
     assert q.x[:, MARK].tolist() == [0.0] * 6  # the input is not changed
-    wider = with_neighbours(q, first, seeds=2, window=4)
-    assert wider.x[:, MARK].tolist() == [0.0, 1.0, 1.0, 0.0, 0.0, 0.0]
+    wider = with_neighbours(q, first, seeds=2, window=4)  # a9 only beside a5 (the top seed)
+    assert wider.x[:, MARK].tolist() == pytest.approx([0.0, 1.0, 1.0, 0.0, 0.0, 0.0])
+    # beside the second seed only: its probability over the top seed's
+    q2 = dataclasses.replace(q, doc_pos=(("a", 5), ("a", 1), ("a", 9), ("a", 2), ("b", 6), None))
+    marks = with_neighbours(q2, first, seeds=2, window=1).x[:, MARK].tolist()
+    assert marks == pytest.approx([0.0, p[3] / p[0], 0.0, 0.0, 0.0, 0.0])

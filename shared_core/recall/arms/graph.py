@@ -241,7 +241,7 @@ GRAPH = Arm(start=_start, finish=_finish, needs=frozenset({"semantic", "keyword"
 # no neighbours. Filters are not applied here: only neighbours that are already fused
 # candidates (which passed them) are read.
 NEIGHBOURS = """
-SELECT DISTINCT n.id::text AS id
+SELECT n.id::text AS id, s.id::text AS seed
 FROM memory_units s
 CROSS JOIN LATERAL (
     (SELECT p.id FROM memory_units p
@@ -257,17 +257,21 @@ WHERE s.bank_id = %(bank)s AND s.id = ANY(%(ids)s::uuid[]) AND s.document_id IS 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _Neighbour:
-    """One row of :data:`NEIGHBOURS`."""
+    """One row of :data:`NEIGHBOURS`: a memory and the seed it neighbours."""
 
     id: str
+    seed: str
 
 
-def neighbour_plan(bank: str, seeds: Sequence[str], window: int) -> Plan[frozenset[str]]:
-    """The ids of the memories within ``window`` places of any of ``seeds`` in its document
-    (the seeds themselves included when they neighbour one another)."""
+def neighbour_plan(bank: str, seeds: Sequence[str], window: int) -> Plan[dict[str, frozenset[str]]]:
+    """The memories within ``window`` places of any of ``seeds`` in its document, each with the
+    seeds it neighbours (the seeds themselves included when they neighbour one another)."""
     if not seeds or window <= 0:
-        return frozenset()
+        return {}
     rows: list[_Neighbour] = yield Query(
         NEIGHBOURS, {"bank": bank, "ids": list(seeds), "window": window}, row_type=_Neighbour
     )
-    return frozenset(r.id for r in rows)
+    found: dict[str, set[str]] = {}
+    for r in rows:
+        found.setdefault(r.id, set()).add(r.seed)
+    return {memory: frozenset(near) for memory, near in found.items()}
