@@ -127,7 +127,11 @@ def measure(n: int = 300, repeat: int = 50) -> dict[str, Any]:
     ]:
         query = QuerySignals.from_query(question, window)
         features = _best_ms(lambda i, q=query, ls=cands_by_run: featurize(q, ls[i]), repeat)  # type: ignore[misc]
-        total = _best_ms(lambda i, q=query, ls=cands_by_run: scorer.score(q, ls[i]), repeat)  # type: ignore[misc]
+        # both stages of a model reading the second graph round (prepare: features and the
+        # first stage's seeds; probabilities: the final scores, every other candidate marked
+        # as a neighbour of the top seed, the worst case; the neighbour lookup between them is
+        # a statement, timed with recall, not here)
+        total = _best_ms(lambda i, q=query, ls=cands_by_run: _both_stages(scorer, q, ls[i]), repeat)  # type: ignore[misc]
         reference = _best_ms(
             lambda i, q=query, ls=cands_by_run: scorer.logits(_featurize_rows(q, ls[i])),  # type: ignore[misc]
             repeat,
@@ -152,6 +156,13 @@ def measure(n: int = 300, repeat: int = 50) -> dict[str, Any]:
         "signals_ms": round(signals, 3),
         "rows": rows,
     }
+
+
+def _both_stages(
+    scorer: LearnedScorer, query: QuerySignals, cands: Sequence[CandidateSignals]
+) -> list[float]:
+    rows, seeds = scorer.prepare(query, cands)
+    return scorer.probabilities(rows, seeds, {i: seeds[:1] for i in range(len(rows)) if i not in seeds})
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -96,6 +96,8 @@ def _hydrate(dsn: str, bank: str, ids: Sequence[str], dimension: int) -> dict[st
             "date_grain": r["date_grain"],
             "proof_count": r["proof_count"],
             "entities": list(r["entities"]),
+            # the second graph round's neighbours are read within a document, in id order
+            "document_id": r["document_id"],
         }
         for r in rows
     }

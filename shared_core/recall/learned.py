@@ -3,8 +3,10 @@
 A logistic regression over a few numbers per fused candidate: where each arm ranked it and its
 raw score there, its RRF score and position, its cosine with the query (relative to the best
 cosine of the query), term and name coverage of the query, whether a date the question names
-is stated in or near it, and (for "when" questions) whether it carries a date at all and where
-the temporal arm ranked it among the memories stating their own date. The
+is stated in or near it, (for "when" questions) whether it carries a date at all and where
+the temporal arm ranked it among the memories stating their own date, and whether it sits
+beside one of the model's own first-stage top hits in its document (the graph's second round:
+:meth:`LearnedScorer.seeds`, then ``arms/graph.py``'s ``neighbour_plan``). The
 weights ship with the package (``learned_reranker.json``, beside this module, with the feature
 list, what they were trained on and the command that trained them). Scoring builds the
 features of all candidates at once (one vectorised pass over their texts,
@@ -63,6 +65,7 @@ from shared_core.types import ARM_NAMES, ArmName, DateGrain, TimeWindow, as_utc
 
 __all__ = [
     "FEATURE_NAMES",
+    "NEIGHBOUR_FEATURE",
     "CandidateSignals",
     "LearnedScorer",
     "QuerySignals",
@@ -277,6 +280,7 @@ def _row(
         0.0 if when_rank is None else _RRF_K / (_RRF_K + when_rank),
         *(0.0 for _ in _RELATIVE),  # filled by _relative
         tight,
+        0.0,  # neighbour_of_top: marked by the caller
     ]
 
 
@@ -296,6 +300,8 @@ _RELATIVE: Final = (
     "log_words_rel",
     "log_candidates",
 )
+
+NEIGHBOUR_FEATURE: Final = "neighbour_of_top"
 
 FEATURE_NAMES: Final[tuple[str, ...]] = (
     "intercept",
@@ -321,6 +327,10 @@ FEATURE_NAMES: Final[tuple[str, ...]] = (
     # appended after the relative columns (every earlier column keeps its place): how tight the
     # narrowest span of years the text writes around the question's window is (_year_features)
     "window_tight_years",
+    # the second graph round: whether the candidate is a document neighbour of one of the first
+    # stage's top hits (LearnedScorer.seeds, arms/graph.py's neighbour_plan); featurize leaves
+    # it 0, the caller marks it (LearnedScorer.probabilities)
+    NEIGHBOUR_FEATURE,
 )
 """Every feature :func:`featurize` computes, in column order; a model uses a subset."""
 
@@ -336,7 +346,7 @@ def featurize(query: QuerySignals, candidates: Sequence[CandidateSignals]) -> np
 
     >>> q = QuerySignals.from_query("Who plays violin?", None)
     >>> featurize(q, [CandidateSignals(position=0, rrf=0.02, cosine=0.5, text="x")]).shape
-    (1, 32)
+    (1, 33)
     """
     n = len(candidates)
     if not n:
@@ -433,6 +443,7 @@ def featurize(query: QuerySignals, candidates: Sequence[CandidateSignals]) -> np
         put(tight)
     else:
         col += 1
+    col += 1  # neighbour_of_top: marked by the caller (LearnedScorer.probabilities)
     assert col == len(FEATURE_NAMES), "a feature column is missing"
     _relative(out)
     return out
@@ -559,6 +570,12 @@ class LearnedScorer:
 
     ``features`` names the columns used, ``mean`` / ``scale`` standardise them, ``coef`` and
     ``intercept`` are the model. :meth:`default` loads the weights shipped with the package.
+
+    A model reading :data:`NEIGHBOUR_FEATURE` ranks in two stages: ``first_stage`` (a model
+    without it) picks the ``neighbour_seeds`` best candidates (:meth:`seeds`), the caller finds
+    their neighbours within ``neighbour_window`` places in their documents
+    (``arms/graph.py``'s ``neighbour_plan``) and :meth:`probabilities` scores every candidate
+    with those marked, as the model was trained.
     """
 
     features: tuple[str, ...]
@@ -567,6 +584,9 @@ class LearnedScorer:
     coef: npt.NDArray[np.float64]
     intercept: float
     meta: Mapping[str, Any] = field(default_factory=dict)
+    first_stage: LearnedScorer | None = None
+    neighbour_seeds: int = 0
+    neighbour_window: int = 0
     _columns: npt.NDArray[np.intp] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -576,6 +596,15 @@ class LearnedScorer:
         n = len(self.features)
         if not (self.mean.shape == self.scale.shape == self.coef.shape == (n,)):
             raise ValueError("mean, scale and coef need one value per feature")
+        if self.first_stage is not None and (
+            NEIGHBOUR_FEATURE in self.first_stage.features
+            or self.neighbour_seeds < 1
+            or self.neighbour_window < 1
+        ):
+            raise ValueError(
+                f"a first stage must not read {NEIGHBOUR_FEATURE} and needs "
+                "neighbour_seeds, neighbour_window >= 1"
+            )
         object.__setattr__(
             self, "_columns", np.asarray([FEATURE_NAMES.index(f) for f in self.features], dtype=np.intp)
         )
@@ -583,19 +612,23 @@ class LearnedScorer:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> LearnedScorer:
         """Build from the JSON layout of ``learned_reranker.json``."""
+        own = {"features", "mean", "scale", "coef", "intercept", "first_stage"}
+        own |= {"neighbour_seeds", "neighbour_window"}
+        first = data.get("first_stage")
         return cls(
             features=tuple(data["features"]),
             mean=np.asarray(data["mean"], dtype=np.float64),
             scale=np.asarray(data["scale"], dtype=np.float64),
             coef=np.asarray(data["coef"], dtype=np.float64),
             intercept=float(data["intercept"]),
-            meta={
-                k: v for k, v in data.items() if k not in {"features", "mean", "scale", "coef", "intercept"}
-            },
+            meta={k: v for k, v in data.items() if k not in own},
+            first_stage=None if first is None else cls.from_dict(first),
+            neighbour_seeds=int(data.get("neighbour_seeds", 0)),
+            neighbour_window=int(data.get("neighbour_window", 0)),
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             **self.meta,
             "features": list(self.features),
             "mean": self.mean.tolist(),
@@ -603,11 +636,23 @@ class LearnedScorer:
             "coef": self.coef.tolist(),
             "intercept": self.intercept,
         }
+        if self.first_stage is not None:
+            out |= {
+                "neighbour_seeds": self.neighbour_seeds,
+                "neighbour_window": self.neighbour_window,
+                "first_stage": self.first_stage.to_dict(),
+            }
+        return out
 
     @classmethod
     def default(cls) -> LearnedScorer:
         """The weights shipped with the package (loaded once per process)."""
         return _default_scorer()
+
+    @property
+    def reads_neighbours(self) -> bool:
+        """Whether :meth:`probabilities` reads the neighbours of :meth:`seeds`."""
+        return NEIGHBOUR_FEATURE in self.features
 
     def logits(self, rows: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         """Logits for rows of :func:`featurize` (all columns)."""
@@ -615,13 +660,75 @@ class LearnedScorer:
         out: npt.NDArray[np.float64] = x @ self.coef + self.intercept
         return out
 
-    def score(self, query: QuerySignals, candidates: Sequence[CandidateSignals]) -> list[float]:
-        """Calibrated relevance in [0, 1] per candidate, in the input order."""
-        if not candidates:
+    def seeds(self, rows: npt.NDArray[np.float64]) -> list[int]:
+        """The indices of the first stage's ``neighbour_seeds`` best rows (best first, ties in
+        input order); empty for a model that does not read neighbours."""
+        if self.first_stage is None or not self.reads_neighbours or not len(rows):
             return []
-        z = np.clip(self.logits(featurize(query, candidates)), -40.0, 40.0)
+        order = np.argsort(-self.first_stage.logits(rows), kind="stable")
+        return [int(i) for i in order[: self.neighbour_seeds]]
+
+    def neighbour_marks(
+        self,
+        rows: npt.NDArray[np.float64],
+        seeds: Sequence[int],
+        neighbours: Mapping[int, Sequence[int]],
+    ) -> npt.NDArray[np.float64]:
+        """The :data:`NEIGHBOUR_FEATURE` column: for each row in ``neighbours`` (row index ->
+        the indices of the seeds it neighbours in its document), the first stage's probability
+        of its best such seed over that of the best seed (``seeds[0]``); 0 for the others.
+        Relative, so it reads the same over any list: 1 beside the top hit, less beside a seed
+        the first stage was less sure of."""
+        marks = np.zeros(len(rows))
+        if self.first_stage is None or not seeds or not neighbours:
+            return marks
+        first = 1.0 / (1.0 + np.exp(-np.clip(self.first_stage.logits(rows), -40.0, 40.0)))
+        best = float(first[seeds[0]])
+        for i, near in neighbours.items():
+            if near:
+                marks[i] = max(float(first[s]) for s in near) / best if best > 0 else 0.0
+        return marks
+
+    def probabilities(
+        self,
+        rows: npt.NDArray[np.float64],
+        seeds: Sequence[int] = (),
+        neighbours: Mapping[int, Sequence[int]] | None = None,
+    ) -> list[float]:
+        """Calibrated relevance in [0, 1] per row of :func:`featurize`, with the rows in
+        ``neighbours`` (row index -> the :meth:`seeds` it neighbours in its document; the seeds
+        themselves are left out, as in training) marked by :meth:`neighbour_marks` (``rows``
+        is not changed)."""
+        if not len(rows):
+            return []
+        if neighbours:
+            rows = rows.copy()
+            rows[:, _COLUMN[NEIGHBOUR_FEATURE]] = self.neighbour_marks(rows, seeds, neighbours)
+        z = np.clip(self.logits(rows), -40.0, 40.0)
         scores: list[float] = (1.0 / (1.0 + np.exp(-z))).tolist()
         return scores
+
+    def prepare(
+        self, query: QuerySignals, candidates: Sequence[CandidateSignals]
+    ) -> tuple[npt.NDArray[np.float64], list[int]]:
+        """The feature rows of ``candidates`` and the :meth:`seeds` among them: what recall
+        computes before it looks the seeds' neighbours up."""
+        rows = featurize(query, candidates)
+        return rows, self.seeds(rows)
+
+    def score(
+        self,
+        query: QuerySignals,
+        candidates: Sequence[CandidateSignals],
+        neighbours: Mapping[int, Sequence[int]] | None = None,
+    ) -> list[float]:
+        """Calibrated relevance in [0, 1] per candidate, in the input order (``neighbours``:
+        candidate index -> the :meth:`seeds` it neighbours in its document; none known by
+        default)."""
+        if not candidates:
+            return []
+        rows, seeds = self.prepare(query, candidates)
+        return self.probabilities(rows, seeds, neighbours)
 
 
 @functools.cache

@@ -17,7 +17,7 @@ import numpy.typing as npt
 
 from shared_core.protocols import TokenCounter
 from shared_core.recall.arms import Arm, ArmQuery, ArmResult
-from shared_core.recall.arms.graph import GRAPH
+from shared_core.recall.arms.graph import GRAPH, neighbour_plan
 from shared_core.recall.arms.keyword import KEYWORD, keyword_terms
 from shared_core.recall.arms.semantic import SEMANTIC
 from shared_core.recall.arms.temporal import TEMPORAL, DatedHit, asks_when, temporal_proximity
@@ -106,6 +106,7 @@ def recall_plan(ctx: RecallContext, query: str, opts: RecallOptions) -> Plan[Rec
     chunks: dict[str, str] = {}
     truncated_chunks: frozenset[str] = frozenset()
     rerank_trace: list[tuple[str, float]] = []
+    rows: Mapping[str, MemoryRow] = {}
     if cut:
         with watch.stage("hydrate"):
             cut, rows = yield from hydrate_plan(opts.bank, cut, vector)
@@ -120,16 +121,22 @@ def recall_plan(ctx: RecallContext, query: str, opts: RecallOptions) -> Plan[Rec
         # arm), so a score threshold treats it like any other memory.
         relevance: list[float | None] = [None] * len(extra)
         if extra and not ctx.reranker.is_passthrough:
+            # The learned reranker scores the fill in one list with the fused candidates: its
+            # features are relative to the list (cosine z-score, coverage over the best, the
+            # list's length), and a memory scored alone is the best of its own list (a fill
+            # memory scored 0.081 above a ranked one's 0.078, tests/integration/
+            # test_langchain_retriever.py). A cross-encoder scores each pair alone.
+            head = list(cut) if ctx.reranker.is_learned else []
             with watch.stage("fill_rerank"):
                 _, scored = yield from _score(
                     ctx,
                     text,
                     window,
-                    [FusedCandidate(id=r.id, rrf=0.0) for r in extra],
-                    {r.id: r for r in extra},
-                    offset=len(cut),
+                    [*head, *(FusedCandidate(id=r.id, rrf=0.0) for r in extra)],
+                    {**rows, **{r.id: r for r in extra}},
+                    offset=len(cut) - len(head),
                 )
-            relevance = list(scored)
+            relevance = list(scored[len(head) :])
         with watch.stage("fill_details"):
             extra_details = yield from details_plan(opts.bank, [r.id for r in extra])
         memories += [
@@ -241,7 +248,10 @@ def _rank(
     ranking before the cut (the first 2N), which chunks are chosen from."""
     _, boosts = ctx.settings.profile(ctx.reranker.kind)
     with watch.stage("rerank"):
-        raw, normalised = yield from _score(ctx, text, window, cut, rows)
+        # The graph arm's second round (document neighbours of the reranker's first-stage top
+        # hits) runs with the graph arm: arms without "graph" leave it out too.
+        graph = opts.bank if "graph" in opts.arm_names and ctx.settings.graph_neighbours else None
+        raw, normalised = yield from _score(ctx, text, window, cut, rows, neighbours_in=graph)
     with watch.stage("boosts"):
         inputs = [_boost_input(c, rows[c.id], window) for c in cut]
         timed = ctx.settings.date_signals  # False: the question's time is ignored (ablations)
@@ -286,13 +296,16 @@ def _score(
     rows: Mapping[str, MemoryRow],
     *,
     offset: int = 0,
+    neighbours_in: str | None = None,
 ) -> Plan[tuple[list[float] | None, list[float]]]:
     """The reranker's ``(raw, normalised)`` scores of ``candidates`` (fused order, the first
     at position ``offset``): the learned reranker's probabilities, a cross-encoder's raw and
-    sigmoid scores, or passthrough's rank-seeded scores (raw None)."""
+    sigmoid scores, or passthrough's rank-seeded scores (raw None). ``neighbours_in``: the bank
+    whose documents the learned reranker's second graph round reads (None: no second round)."""
     if ctx.reranker.is_learned:
-        normalised: list[float] = yield Compute(
-            LearnedScorer.default().score,
+        scorer = LearnedScorer.default()
+        features, seeds = yield Compute(
+            scorer.prepare,
             (
                 QuerySignals.from_query(text, window)
                 if ctx.settings.date_signals
@@ -300,6 +313,19 @@ def _score(
                 [_signals(offset + i, c, rows[c.id]) for i, c in enumerate(candidates)],
             ),
         )
+        marked: dict[int, list[int]] = {}
+        if neighbours_in is not None and seeds:
+            # The graph's second round: the document neighbours of the first stage's top hits.
+            near = yield from neighbour_plan(
+                neighbours_in, [candidates[i].id for i in seeds], scorer.neighbour_window
+            )
+            index = {candidates[i].id: i for i in seeds}
+            marked = {
+                i: [index[s] for s in near[c.id]]
+                for i, c in enumerate(candidates)
+                if c.id in near and c.id not in index
+            }
+        normalised: list[float] = yield Compute(scorer.probabilities, (features, seeds, marked))
         return None, normalised
     if ctx.reranker.is_passthrough:  # rank-seeded scores: no document strings to build
         return None, passthrough_scores(len(candidates))

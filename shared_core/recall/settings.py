@@ -104,6 +104,9 @@ class RecallSettings:
     graph_semantic_link_factor: float = DEFAULT_GRAPH_SEMANTIC_LINK_FACTOR
     graph_keyword_seed_limit: int = DEFAULT_GRAPH_KEYWORD_SEED_LIMIT
     graph_query_entity_weight: float = DEFAULT_GRAPH_QUERY_ENTITY_WEIGHT
+    #: The graph's second round: the learned reranker reads which candidates neighbour its
+    #: first stage's top hits in their documents (False: it marks none, for ablations).
+    graph_neighbours: bool = True
     keyword: KeywordRanking = DEFAULT_KEYWORD_RANKING
     keyword_max_terms: int = DEFAULT_KEYWORD_MAX_TERMS
     keyword_max_postings: int = DEFAULT_KEYWORD_MAX_POSTINGS

@@ -12,6 +12,7 @@ import pytest
 
 from shared_core.recall.learned import (
     FEATURE_NAMES,
+    NEIGHBOUR_FEATURE,
     CandidateSignals,
     LearnedScorer,
     QuerySignals,
@@ -281,3 +282,113 @@ def test_a_year_the_question_names_written_in_a_paragraph_lifts_it() -> None:
     s_plain, s_stated, s_spans = scorer.score(q, [plain, stated, spans])
     assert s_stated > s_plain
     assert s_spans > s_plain
+
+
+def _toy(first_coef: float = 1.0) -> LearnedScorer:
+    """A two-stage model: the first stage ranks by cosine, the second reads neighbour_of_top."""
+    first = LearnedScorer(
+        features=("cosine",), mean=np.zeros(1), scale=np.ones(1), coef=np.array([first_coef]), intercept=0.0
+    )
+    return LearnedScorer(
+        features=("cosine", NEIGHBOUR_FEATURE),
+        mean=np.zeros(2),
+        scale=np.ones(2),
+        coef=np.array([1.0, 2.0]),
+        intercept=0.0,
+        first_stage=first,
+        neighbour_seeds=2,
+        neighbour_window=2,
+    )
+
+
+def test_featurize_leaves_the_neighbour_column_to_the_caller() -> None:
+    q = QuerySignals.from_query("Where does Mara work?", None)
+    rows = featurize(q, [_candidate(i) for i in range(4)])
+    assert _column(rows, NEIGHBOUR_FEATURE) == [0.0] * 4
+    assert FEATURE_NAMES[-1] == NEIGHBOUR_FEATURE  # appended: older columns keep their places
+
+
+def test_seeds_are_the_first_stages_best_candidates() -> None:
+    scorer = _toy()
+    q = QuerySignals.from_query("Where does Mara work?", None)
+    cands = [_candidate(i, cosine=c) for i, c in enumerate([0.2, 0.9, 0.5, 0.9])]
+    rows, seeds = scorer.prepare(q, cands)
+    assert seeds == [1, 3]  # best first; ties keep the input order
+    # a model without a first stage (its own first stage, say) has no seeds
+    assert scorer.first_stage is not None
+    assert scorer.first_stage.seeds(rows) == []
+
+
+def test_a_marked_neighbour_scores_higher_and_the_rows_are_not_changed() -> None:
+    scorer = _toy()
+    q = QuerySignals.from_query("Where does Mara work?", None)
+    cands = [_candidate(i, cosine=c) for i, c in enumerate([0.2, 0.9, 0.5, 0.9])]
+    rows, seeds = scorer.prepare(q, cands)
+    before = rows.copy()
+    plain = scorer.probabilities(rows, seeds)
+    marked = scorer.probabilities(rows, seeds, {0: [3]})
+    assert marked[0] > plain[0] and marked[1:] == plain[1:]
+    assert np.array_equal(rows, before)
+    assert scorer.score(q, cands) == plain and scorer.score(q, cands, {0: [3]}) == marked
+
+
+def test_the_mark_is_the_best_neighbouring_seeds_first_stage_probability_over_the_top_seeds() -> None:
+    scorer = _toy()
+    q = QuerySignals.from_query("Where does Mara work?", None)
+    cands = [_candidate(i, cosine=c) for i, c in enumerate([0.2, 2.0, 0.5, 0.0, 0.1])]
+    rows, seeds = scorer.prepare(q, cands)
+    assert seeds == [1, 2]
+    p = [1 / (1 + math.exp(-c)) for c in (2.0, 0.5)]  # the toy first stage: logit = cosine
+    marks = scorer.neighbour_marks(rows, seeds, {0: [2], 3: [1, 2], 4: []})
+    assert marks.tolist() == pytest.approx([p[1] / p[0], 0.0, 0.0, 1.0, 0.0])
+    # beside the top hit scores higher than beside the second seed, other things equal
+    beside_top = scorer.probabilities(rows, seeds, {3: [1]})[3]
+    beside_second = scorer.probabilities(rows, seeds, {3: [2]})[3]
+    assert beside_top > beside_second > scorer.probabilities(rows, seeds)[3]
+
+
+def test_a_two_stage_model_round_trips_and_is_validated() -> None:
+    scorer = _toy()
+    again = LearnedScorer.from_dict(json.loads(json.dumps(scorer.to_dict())))
+    assert again.first_stage is not None
+    assert (again.neighbour_seeds, again.neighbour_window) == (2, 2)
+    q = QuerySignals.from_query("Mara?", None)
+    cands = [_candidate(i, cosine=0.1 * i) for i in range(5)]
+    assert again.score(q, cands, {0: [4]}) == scorer.score(q, cands, {0: [4]})
+    with pytest.raises(ValueError, match="first stage"):
+        LearnedScorer(
+            features=("cosine",),
+            mean=np.zeros(1),
+            scale=np.ones(1),
+            coef=np.ones(1),
+            intercept=0.0,
+            first_stage=scorer,  # reads the neighbour column itself
+            neighbour_seeds=2,
+            neighbour_window=2,
+        )
+    with pytest.raises(ValueError, match="first stage"):
+        LearnedScorer(
+            features=("cosine",),
+            mean=np.zeros(1),
+            scale=np.ones(1),
+            coef=np.ones(1),
+            intercept=0.0,
+            first_stage=scorer.first_stage,
+            neighbour_seeds=0,
+            neighbour_window=2,
+        )
+
+
+def test_the_shipped_model_reads_the_neighbours_of_its_first_stage() -> None:
+    scorer = LearnedScorer.default()
+    assert scorer.reads_neighbours and scorer.first_stage is not None
+    assert NEIGHBOUR_FEATURE not in scorer.first_stage.features
+    assert scorer.neighbour_seeds >= 1 and scorer.neighbour_window >= 1
+    # a document neighbour of a top hit is more likely evidence, other things equal
+    q = QuerySignals.from_query("What did Omar rent on the trip?", None)
+    cands = [_candidate(i, cosine=0.6 - 0.01 * i, text=f"turn {i} about the trip") for i in range(30)]
+    rows, seeds = scorer.prepare(q, cands)
+    assert len(seeds) == scorer.neighbour_seeds
+    other = next(i for i in range(30) if i not in seeds)
+    plain = scorer.probabilities(rows, seeds)[other]
+    assert scorer.probabilities(rows, seeds, {other: seeds[:1]})[other] > plain

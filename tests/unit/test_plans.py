@@ -13,6 +13,7 @@ import pytest
 
 from shared_core.config import EngineConfig
 from shared_core.models import Models
+from shared_core.recall.learned import LearnedScorer
 from shared_core.recall.options import RecallOptions
 from shared_core.recall.pipeline import ARMS, RecallContext, recall_plan
 from shared_core.recall.rerank import Reranker
@@ -98,6 +99,9 @@ def _answer(arms: dict[str, list[dict[str, Any]] | BaseException]):  # type: ign
             return [{k: r[k] for k in columns} for i, r in STORED.items() if i in wanted]
         if "u.embedding <=>" in text:
             return arms.get("semantic", [])
+        if "s.id::text AS seed" in text:
+            # the graph's second round: the document neighbours of the reranker's seeds
+            return arms.get("neighbours", [])
         raise AssertionError(f"unexpected statement {text[:80]!r}")
 
     return answer
@@ -296,6 +300,31 @@ def test_learned_reranker_gives_calibrated_scores_and_is_named_in_the_trace() ->
         assert m.score == m.scores.reranker
     # the keyword arm's weight (3) still shapes the fused list the model reads
     assert result.trace.fusion[0] == (C, 3 / 61)
+
+
+def _neighbour_lookups(ops: list[Any]) -> list[Query]:
+    return [op for op in ops if isinstance(op, Query) and "s.id::text AS seed" in statement_text(op)]
+
+
+def test_the_learned_reranker_looks_up_the_document_neighbours_of_its_first_stage_seeds() -> None:
+    # three candidates: all of them are seeds (the five best), so no mark changes a score here
+    options = RecallOptions(trace=True)
+    result, ops = run_recorded(recall_plan(_context("learned"), "Who plays chess?", options), _answer(_ARMS))  # type: ignore[arg-type]
+    (lookup,) = _neighbour_lookups(ops)
+    scorer = LearnedScorer.default()
+    assert set(lookup.params["ids"]) == {A, B, C}  # type: ignore[index]
+    assert lookup.params["window"] == scorer.neighbour_window  # type: ignore[index]
+    again, _ = run_recorded(
+        recall_plan(_context("learned", graph_neighbours=False), "Who plays chess?", options), _answer(_ARMS)
+    )  # type: ignore[arg-type]
+    assert [m.score for m in again.memories] == [m.score for m in result.memories]
+    for context, opts in (
+        (_context("learned", graph_neighbours=False), options),
+        (_context("learned"), RecallOptions(trace=True, arms=("semantic", "keyword", "temporal"))),
+        (_context("none"), options),
+    ):
+        _, ops = run_recorded(recall_plan(context, "Who plays chess?", opts), _answer(_ARMS))  # type: ignore[arg-type]
+        assert _neighbour_lookups(ops) == []
 
 
 def test_a_cross_encoder_switches_arm_weights_and_boosts() -> None:

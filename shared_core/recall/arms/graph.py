@@ -7,6 +7,7 @@ from them, so the filters that shaped those hits shaped its seeds too."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import psycopg
@@ -20,7 +21,7 @@ from shared_core.recall.timing import Stopwatch
 from shared_core.storage.plan import Concurrently, Plan, Query
 from shared_core.types import CAUSAL_LINK_TYPES
 
-__all__ = ["GRAPH", "graph_statement", "query_entity_keys", "restart_mass"]
+__all__ = ["GRAPH", "NEIGHBOURS", "graph_statement", "neighbour_plan", "query_entity_keys", "restart_mass"]
 
 # The seeds arrive as arrays, from the semantic and keyword arms' hits (the arm ``needs`` both):
 # the restart mass per seed memory (:func:`restart_mass`) and the semantic seeds, whose links
@@ -228,3 +229,49 @@ def _finish(q: ArmQuery, rows: Sequence[ScoredRow] | BaseException, watch: Stopw
 
 
 GRAPH = Arm(start=_start, finish=_finish, needs=frozenset({"semantic", "keyword"}))
+
+
+# The graph's document-order edges, followed from the learned reranker's first-stage top hits
+# (the second graph round, :func:`neighbour_plan`): the memories up to %(window)s places
+# before and after each seed in its document, by id (UUIDv7: the order the document's memories
+# were retained in). A chat's answer sits in the turn after the question that names its
+# subject, a document's detail in the piece after the one that names it; their words and
+# vectors may share nothing with the query. Each side is one short index scan of the primary
+# key (bank_id, id) from the seed, filtered to its document; memories without a document have
+# no neighbours. Filters are not applied here: only neighbours that are already fused
+# candidates (which passed them) are read.
+NEIGHBOURS = """
+SELECT n.id::text AS id, s.id::text AS seed
+FROM memory_units s
+CROSS JOIN LATERAL (
+    (SELECT p.id FROM memory_units p
+     WHERE p.bank_id = s.bank_id AND p.document_id = s.document_id AND p.id < s.id
+     ORDER BY p.id DESC LIMIT %(window)s)
+    UNION ALL
+    (SELECT p.id FROM memory_units p
+     WHERE p.bank_id = s.bank_id AND p.document_id = s.document_id AND p.id > s.id
+     ORDER BY p.id LIMIT %(window)s)
+) n
+WHERE s.bank_id = %(bank)s AND s.id = ANY(%(ids)s::uuid[]) AND s.document_id IS NOT NULL"""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Neighbour:
+    """One row of :data:`NEIGHBOURS`: a memory and the seed it neighbours."""
+
+    id: str
+    seed: str
+
+
+def neighbour_plan(bank: str, seeds: Sequence[str], window: int) -> Plan[dict[str, frozenset[str]]]:
+    """The memories within ``window`` places of any of ``seeds`` in its document, each with the
+    seeds it neighbours (the seeds themselves included when they neighbour one another)."""
+    if not seeds or window <= 0:
+        return {}
+    rows: list[_Neighbour] = yield Query(
+        NEIGHBOURS, {"bank": bank, "ids": list(seeds), "window": window}, row_type=_Neighbour
+    )
+    found: dict[str, set[str]] = {}
+    for r in rows:
+        found.setdefault(r.id, set()).add(r.seed)
+    return {memory: frozenset(near) for memory, near in found.items()}
