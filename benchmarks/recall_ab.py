@@ -53,7 +53,7 @@ with MemoryEngine(data_dir=os.environ["HINDSIGHT_BENCH_PGDATA"],
         i = int(line)
         waits[0] = 0
         r = engine.recall(queries.texts[i % len(queries.texts)], bank=bank,
-                          query_timestamp=queries.query_time, reranker="none", trace=True, **options)
+                          query_timestamp=queries.query_time, trace=True, **({"reranker": "none"} | options))
         print(json.dumps({"t": r.trace.timings_ms, "waits": waits[0],
                           "ids": [m.id for m in r.memories], "scores": [m.score for m in r.memories]}),
               flush=True)
@@ -107,8 +107,14 @@ def main() -> int:
     p.add_argument("--filter", type=json.loads, default=None, help="a PGVector-style filter (JSON)")
     p.add_argument("--tags", nargs="*", default=None)
     p.add_argument("--tags-match", default="any")
+    p.add_argument(
+        "--reranker",
+        default="none",
+        help="the recall's reranker (default none: the headline leaves the rerank stage out; "
+        "'learned' also runs the graph's second round, stage graph_neighbours)",
+    )
     args = p.parse_args()
-    options: dict[str, Any] = {}
+    options: dict[str, Any] = {"reranker": args.reranker}
     if args.filter is not None:
         options["filter"] = args.filter
     if args.tags is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import numpy as np
@@ -251,7 +252,7 @@ def _rank(
         # The graph arm's second round (document neighbours of the reranker's first-stage top
         # hits) runs with the graph arm: arms without "graph" leave it out too.
         graph = opts.bank if "graph" in opts.arm_names and ctx.settings.graph_neighbours else None
-        raw, normalised = yield from _score(ctx, text, window, cut, rows, neighbours_in=graph)
+        raw, normalised = yield from _score(ctx, text, window, cut, rows, neighbours_in=graph, watch=watch)
     with watch.stage("boosts"):
         inputs = [_boost_input(c, rows[c.id], window) for c in cut]
         timed = ctx.settings.date_signals  # False: the question's time is ignored (ablations)
@@ -297,6 +298,7 @@ def _score(
     *,
     offset: int = 0,
     neighbours_in: str | None = None,
+    watch: Stopwatch | None = None,
 ) -> Plan[tuple[list[float] | None, list[float]]]:
     """The reranker's ``(raw, normalised)`` scores of ``candidates`` (fused order, the first
     at position ``offset``): the learned reranker's probabilities, a cross-encoder's raw and
@@ -316,9 +318,11 @@ def _score(
         marked: dict[int, list[int]] = {}
         if neighbours_in is not None and seeds:
             # The graph's second round: the document neighbours of the first stage's top hits.
-            near = yield from neighbour_plan(
-                neighbours_in, [candidates[i].id for i in seeds], scorer.neighbour_window
-            )
+            # Its own stage (I/O), out of the reranker's: the latency headline leaves out rerank.
+            with watch.stage("graph_neighbours", within="rerank") if watch else nullcontext():
+                near = yield from neighbour_plan(
+                    neighbours_in, [candidates[i].id for i in seeds], scorer.neighbour_window
+                )
             index = {candidates[i].id: i for i in seeds}
             marked = {
                 i: [index[s] for s in near[c.id]]
