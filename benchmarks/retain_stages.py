@@ -16,12 +16,19 @@ in a worker thread while these run, so the sums overlap. No database row is chan
 ``auto`` is the library (writes checked by foreign keys run with reusable check plans,
 ``retain/links.py fk_checked``), ``custom`` keeps the pool's ``force_custom_plan`` for them too
 (the library before that change: the same statements, the mode switch made a no-op).
+
+``--neighbour-plans index sort ...`` likewise (crossed with ``--fk-plans``): ``index`` is the
+library (the stored-neighbour search with sorts off, so through the HNSW index whatever the
+statistics say, ``links.SEMANTIC_NEIGHBOUR_SETTINGS``), ``sort`` its settings before that change
+(sequential scans off only: with statistics that do not know the bank's rows, as in every
+batch of a bulk load after the first, the planner read and sorted the bank's rows per unit).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -53,13 +60,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data", type=Path, default=DEFAULT_DATA_PATH)
     p.add_argument("--data-dir", type=Path, default=None)
     p.add_argument("--fk-plans", nargs="+", default=["auto"], choices=["auto", "custom"])
+    p.add_argument("--neighbour-plans", nargs="+", default=["index"], choices=["index", "sort"])
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args(argv)
     if not args.data.exists():
         print(f"SKIP: LoCoMo not found at {args.data}")
         return 0
 
-    import psycopg
     from _peers import EmbeddingCache
 
     from shared_core import MemoryEngine
@@ -84,12 +91,21 @@ def main(argv: list[str] | None = None) -> int:
         (flow, "prepare_units"): "cpu   prepare_units (split)",
         (links, "link_weights"): "cpu link_weights (in-batch semantic pairs, temporal, causal)",
     }
-    data_dir = args.data_dir or data_root("bench-retain-stages-pgdata")
+    # A fresh server per run unless --data-dir names one: every load meets the statistics of a
+    # new store. Each variant loads its own bank and the rows stay until the end: the cascaded
+    # DELETE of a 10k bank ran for over 8 minutes at load 6, and after a TRUNCATE autovacuum
+    # analysed the tables as empty and the next load's links COPY took 273 s instead of ~9 s.
+    fresh = args.data_dir is None
+    data_dir = args.data_dir or data_root(f"bench-retain-stages-pgdata-{os.getpid()}")
     generic = links.GENERIC_PLAN_CACHE_MODE
+    neighbour_settings = links.SEMANTIC_NEIGHBOUR_SETTINGS
+    sort_settings = {k: v for k, v in neighbour_settings.items() if k != "enable_sort"}
+    cases = [(f, n) for f in args.fk_plans for n in args.neighbour_plans]
     runs = []
     with MemoryEngine(data_dir=data_dir) as engine:
         engine.retain(items[:20], bank="retain-stages-warmup", progress=False)
-        for variant in args.fk_plans:
+        for variant, neighbours in cases:
+            links.SEMANTIC_NEIGHBOUR_SETTINGS = neighbour_settings if neighbours == "index" else sort_settings
             # "custom": the same statements, the switch to 'auto' replaced by a no-op.
             links.GENERIC_PLAN_CACHE_MODE = (
                 generic
@@ -107,10 +123,10 @@ def main(argv: list[str] | None = None) -> int:
                         engine.retain(items[s : s + args.batch], bank=bank, progress=False)
             seconds = time.perf_counter() - started
             links.GENERIC_PLAN_CACHE_MODE = generic
-            with psycopg.connect(engine.dsn, autocommit=True) as conn:
-                conn.execute("DELETE FROM banks WHERE bank_id = %s", (bank,))
+            links.SEMANTIC_NEIGHBOUR_SETTINGS = neighbour_settings
             run = {
                 "fk_plans": variant,
+                "neighbour_plans": neighbours,
                 "seconds": round(seconds, 2),
                 "per_second": round(args.n / seconds, 1),
                 "loadavg": {"start": load_start, "end": [round(x, 2) for x in os.getloadavg()]},
@@ -121,11 +137,14 @@ def main(argv: list[str] | None = None) -> int:
             }
             runs.append(run)
             print(
-                f"fk plans {variant}: {args.n} memories in {seconds:.1f} s ({args.n / seconds:.1f}/s), "
+                f"fk plans {variant}, neighbour plans {neighbours}: {args.n} memories in "
+                f"{seconds:.1f} s ({args.n / seconds:.1f}/s), "
                 f"load {run['loadavg']}"
             )
             for label, st in run["stages_s"].items():
                 print(f"{st['seconds']:9.2f} s  x{st['calls']:<4d} {label}")
+    if fresh:
+        shutil.rmtree(data_dir, ignore_errors=True)
     report = {"n": args.n, "batch": args.batch, "bulk": args.bulk, "runs": runs}
     if args.out:
         write_json(args.out, report)

@@ -41,10 +41,14 @@ __all__ = ["DEFAULT_BULK_BATCH_SIZE", "bulk_flow"]
 DEFAULT_BULK_BATCH_SIZE: Final = 1000
 
 # Between batches: retain_plan's staging table lives until commit, so empty it; and the
-# transaction-local planner setting its link query sets (enable_seqscan off) would otherwise
-# stay in force for every later batch's statements.
+# transaction-local planner settings its link query sets (links.SEMANTIC_NEIGHBOUR_SETTINGS:
+# sequential scans and sorts off) would otherwise stay in force for every later batch's
+# statements.
 CLEAR_STAGE = "TRUNCATE retain_stage"
-RESET_PLANNER = "SELECT set_config('enable_seqscan', 'on', true) AS reset"
+RESET_PLANNER = (
+    "SELECT set_config('enable_seqscan', 'on', true) AS reset, "
+    "set_config('enable_sort', 'on', true) AS reset_sort"
+)
 
 _Prepared = tuple[RetainRequest, npt.NDArray[np.float32]]
 
