@@ -355,28 +355,19 @@ def test_a_two_stage_model_round_trips_and_is_validated() -> None:
     q = QuerySignals.from_query("Mara?", None)
     cands = [_candidate(i, cosine=0.1 * i) for i in range(5)]
     assert again.score(q, cands, {0: [4]}) == scorer.score(q, cands, {0: [4]})
-    with pytest.raises(ValueError, match="first stage"):
-        LearnedScorer(
-            features=("cosine",),
-            mean=np.zeros(1),
-            scale=np.ones(1),
-            coef=np.ones(1),
-            intercept=0.0,
-            first_stage=scorer,  # reads the neighbour column itself
-            neighbour_seeds=2,
-            neighbour_window=2,
-        )
-    with pytest.raises(ValueError, match="first stage"):
-        LearnedScorer(
-            features=("cosine",),
-            mean=np.zeros(1),
-            scale=np.ones(1),
-            coef=np.ones(1),
-            intercept=0.0,
-            first_stage=scorer.first_stage,
-            neighbour_seeds=0,
-            neighbour_window=2,
-        )
+    for first_stage, seeds in ((scorer, 2), (scorer.first_stage, 0)):
+        # a first stage that reads the neighbour column itself; a first stage without seeds
+        with pytest.raises(ValueError, match="first stage"):
+            LearnedScorer(
+                features=("cosine",),
+                mean=np.zeros(1),
+                scale=np.ones(1),
+                coef=np.ones(1),
+                intercept=0.0,
+                first_stage=first_stage,
+                neighbour_seeds=seeds,
+                neighbour_window=2,
+            )
 
 
 def test_the_shipped_model_reads_the_neighbours_of_its_first_stage() -> None:
