@@ -5,6 +5,7 @@ real server with the real models."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -13,9 +14,9 @@ import pytest
 
 import shared_core.recall.pipeline as pipeline
 from shared_core import MemoryEngine, MemoryItem
-from shared_core.recall.arms.graph import neighbour_plan
+from shared_core.recall.arms.graph import NEIGHBOURS, neighbour_plan
 from shared_core.recall.learned import LearnedScorer
-from shared_core.storage.plan import Plan
+from shared_core.storage.plan import Plan, Query
 
 SESSION = [
     "Priya: How was the trip to the coast, Omar?",
@@ -133,3 +134,40 @@ def test_without_the_graph_arm_or_with_the_round_off_no_neighbours_are_read(
     assert spy.calls == []
     _recall(engine, bank)
     assert len(spy.calls) == 1
+
+
+def _rows_removed(plan: dict[str, Any]) -> int:
+    removed = int(plan.get("Rows Removed by Filter", 0))
+    return removed + sum(_rows_removed(child) for child in plan.get("Plans", []))
+
+
+def _explained(bank: str, seeds: list[str]) -> Plan[dict[str, Any]]:
+    row: dict[str, Any] = yield Query(
+        "EXPLAIN (ANALYZE, FORMAT JSON) " + NEIGHBOURS,
+        {"bank": bank, "ids": seeds, "window": 2},
+        fetch="one",
+    )
+    value = row["QUERY PLAN"]
+    doc = json.loads(value) if isinstance(value, str) else value
+    plan: dict[str, Any] = doc[0]["Plan"]
+    return plan
+
+
+def test_a_seed_at_its_documents_end_reads_only_its_document(engine: MemoryEngine) -> None:
+    # A document, then many memories of other documents: the seeds at either end of the first
+    # document have nothing on one side, which must not mean reading the rest of the bank.
+    bank = _bank()
+    session = engine.retain([MemoryItem(text=t, document_id="session-1") for t in SESSION], bank=bank)
+    engine.retain(
+        [
+            MemoryItem(text=f"Note {i}: the shop opens at {i % 12 + 1}.", document_id=f"note-{i}")
+            for i in range(80)
+        ],
+        bank=bank,
+    )
+    plan = engine.run(_explained(bank, [session[0], session[-1]]))
+    assert _rows_removed(plan) == 0
+    assert engine.run(neighbour_plan(bank, [session[-1]], 2)) == {
+        session[-3]: {session[-1]},
+        session[-2]: {session[-1]},
+    }
