@@ -243,20 +243,15 @@ def fk_checked(op: Query | Copy) -> Plan[Any]:
 # referenced table the planner would estimate (reltuples / relpages x the pages now, as
 # plancat.c does) below the rows this retain itself wrote there, and analyses those in its
 # transaction: ANALYZE counts the transaction's own rows, and its statistics invalidate the
-# cached check plans. Tables vacuumed or analysed empty (relpages 0, reltuples 0) are analysed
-# too, though the planner sizes them by their pages and plans well: autovacuum, woken by the
-# delete that emptied them, would otherwise analyse them in the middle of a bulk load, while
-# the load's rows are invisible to it, and bring back the plans above for the rest of that
-# batch (measured: 71 s instead of 42 s for 10k). Holding the ANALYZE's lock to commit keeps
-# it out. Never analysed (reltuples -1): the planner assumes 10 pages at least, and plans well.
+# cached check plans. relpages 0 (never analysed, or emptied by VACUUM) is left alone: the
+# planner then sizes the table by its pages and picks the primary key (measured).
 STALE_STATISTICS = """
 SELECT w.name
 FROM unnest(%(tables)s::text[], %(written)s::bigint[]) AS w(name, n)
 JOIN pg_class c ON c.oid = to_regclass(w.name)
-WHERE c.reltuples >= 0
-  AND CASE WHEN c.relpages = 0 THEN w.n > 0
-           ELSE c.reltuples / c.relpages
-                * (pg_relation_size(c.oid) / current_setting('block_size')::bigint) < w.n END"""
+WHERE c.relpages > 0 AND c.reltuples >= 0
+  AND c.reltuples / c.relpages
+      * (pg_relation_size(c.oid) / current_setting('block_size')::bigint) < w.n"""
 
 #: The tables whose rows a retain's foreign-key checks look up, each with its ANALYZE.
 #: SKIP_LOCKED: ANALYZE holds SHARE UPDATE EXCLUSIVE until commit, which conflicts with another

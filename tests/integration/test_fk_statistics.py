@@ -95,15 +95,11 @@ def _items(n: int, tag: str) -> list[MemoryItem]:
     ]
 
 
-def _analysed_empty(engine: MemoryEngine, *, vacuum: bool = False) -> dict[str, tuple[int, float]]:
-    """Fill the tables, delete every bank, analyse: pages kept, no rows counted (``vacuum``:
-    compacted first, as benchmarks/retain.py does, so no pages either)."""
+def _analysed_empty(engine: MemoryEngine) -> dict[str, tuple[int, float]]:
+    """Fill the tables, delete every bank, analyse: pages kept, no rows counted."""
     engine.retain_bulk(_items(600, "gone"), bank=f"gone-{uuid.uuid4().hex[:8]}", progress=False)
     with psycopg.connect(engine.dsn, autocommit=True) as conn:
         conn.execute("DELETE FROM banks")
-        if vacuum:
-            conn.execute("VACUUM FULL memory_units")
-            conn.execute("VACUUM FULL entities")
         conn.execute("ANALYZE memory_units")
         conn.execute("ANALYZE entities")
         return {r[0]: (r[1], r[2]) for r in conn.execute(STATISTICS)}
@@ -207,17 +203,3 @@ def _counts(engine: MemoryEngine, banks: list[str]) -> dict[str, int]:
     with psycopg.connect(engine.dsn, autocommit=True) as conn:
         rows = conn.execute(COUNT_UNITS, [banks]).fetchall()
     return {bank: n for bank, n in rows}
-
-
-def test_a_retain_into_vacuumed_empty_tables_analyses_them(private_engine: MemoryEngine) -> None:
-    # The planner sizes such tables by their pages and plans the checks well; the retain
-    # analyses them anyway, so that autovacuum (woken by the delete) cannot analyse them again
-    # while a bulk load's rows are uncommitted (retain/links.py STALE_STATISTICS).
-    before = _analysed_empty(private_engine, vacuum=True)
-    assert all(pages == 0 and rows == 0 for pages, rows in before.values()), before
-    bank = f"vacuumed-{uuid.uuid4().hex[:8]}"
-    scans = private_engine.run(_retain_then_explain(private_engine, _items(400, "vac"), bank))
-    assert _indexes(scans["memory_units"]) == {"memory_units_pkey"}, scans
-    with psycopg.connect(private_engine.dsn, autocommit=True) as conn:
-        after = {r[0]: (r[1], r[2]) for r in conn.execute(STATISTICS)}
-    assert after["memory_units"][1] >= 400 and after["entities"][1] > 0, after
