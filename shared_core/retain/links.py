@@ -24,7 +24,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Final
+from typing import Any, Final, LiteralString
 
 import numpy as np
 import numpy.typing as npt
@@ -39,8 +39,11 @@ from shared_core.storage.plan import Copy, Plan, Query
 from shared_core.types import MemoryItem
 
 __all__ = [
+    "ANALYZE_STALE",
     "SEMANTIC_NEIGHBOUR_SETTINGS",
+    "STALE_STATISTICS",
     "EntityMentions",
+    "analyse_stale",
     "batch_semantic_pairs",
     "causal_links",
     "count_mentions_query",
@@ -50,13 +53,16 @@ __all__ = [
     "fk_checked",
     "fk_plan_restore",
     "fk_plan_settings",
+    "fresh_statistics",
     "known_mentions",
     "link_plan",
     "link_weights",
     "mention_grams",
+    "mentions_copy",
     "missing_reference_error",
     "resolve_entities_query",
     "semantic_neighbours_query",
+    "stale_statistics_query",
     "upsert_entities_query",
 ]
 
@@ -227,6 +233,69 @@ def fk_checked(op: Query | Copy) -> Plan[Any]:
     return result
 
 
+# The check plans above are reused for the whole connection, so they must not come from
+# statistics that miss the retain's own rows. After every bank is deleted and the tables are
+# analysed (autovacuum does it by itself), pg_class keeps the pages and counts no rows in them:
+# the planner then estimates every table empty, and the checks on memory_units took any index
+# starting with bank_id and read the whole bank per row written (19.3 ms against 0.2 ms per
+# check at 10k; entities: a sequential scan per mention). Autovacuum cannot repair it while a
+# retain writes (its rows are uncommitted), so the retain asks, before its checked writes, which
+# referenced table the planner would estimate (reltuples / relpages x the pages now, as
+# plancat.c does) below the rows this retain itself wrote there, and analyses those in its
+# transaction: ANALYZE counts the transaction's own rows, and its statistics invalidate the
+# cached check plans. relpages 0 (never analysed, or emptied by VACUUM) is left alone: the
+# planner then sizes the table by its pages and picks the primary key (measured).
+STALE_STATISTICS = """
+SELECT w.name
+FROM unnest(%(tables)s::text[], %(written)s::bigint[]) AS w(name, n)
+JOIN pg_class c ON c.oid = to_regclass(w.name)
+WHERE c.relpages > 0 AND c.reltuples >= 0
+  AND c.reltuples / c.relpages
+      * (pg_relation_size(c.oid) / current_setting('block_size')::bigint) < w.n"""
+
+#: The tables whose rows a retain's foreign-key checks look up, each with its ANALYZE.
+#: SKIP_LOCKED: ANALYZE holds SHARE UPDATE EXCLUSIVE until commit, which conflicts with another
+#: ANALYZE or VACUUM of the table (another retain's, autovacuum's); a retain that cannot have it
+#: at once goes on with the statistics it has (the other one's ANALYZE is refreshing them)
+#: instead of waiting for that transaction to end.
+ANALYZE_STALE: Final[Mapping[str, LiteralString]] = MappingProxyType(
+    {
+        "memory_units": "ANALYZE (SKIP_LOCKED) memory_units",
+        "entities": "ANALYZE (SKIP_LOCKED) entities",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Table:
+    name: str
+
+
+def stale_statistics_query(written: Mapping[str, int]) -> Query:
+    """:data:`STALE_STATISTICS`: which of the tables in ``written`` (name -> rows this retain
+    wrote or references there) the planner would estimate below those rows."""
+    tables = sorted(written)
+    return Query(
+        STALE_STATISTICS,
+        {"tables": tables, "written": [written[t] for t in tables]},
+        row_type=_Table,
+    )
+
+
+def analyse_stale(stale: Sequence[_Table]) -> tuple[Query, ...]:
+    """The ANALYZE of each table :func:`stale_statistics_query` returned, in a fixed order."""
+    return tuple(Query(ANALYZE_STALE[name], fetch="none") for name in sorted({t.name for t in stale}))
+
+
+def fresh_statistics(written: Mapping[str, int]) -> Plan[None]:
+    """Before a retain's foreign-key-checked writes: analyse the referenced tables whose
+    statistics miss the rows this retain wrote (one catalog read when none do)."""
+    stale: list[_Table] = yield stale_statistics_query(written)
+    # Not ``yield from``: the runner sends each statement's result back (see fk_checked).
+    for analyse in analyse_stale(stale):  # noqa: UP028
+        yield analyse
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _SemanticNeighbour:
     """One row of :func:`semantic_neighbours_statement`."""
@@ -378,8 +447,10 @@ def entity_plan(
     threshold: float,
     *,
     mention_linked: Sequence[bool] | None = None,
-) -> Plan[None]:
-    """Resolve every unit's entity names to entity rows and record the mentions.
+) -> Plan[list[tuple[str, str]]]:
+    """Resolve every unit's entity names to entity rows and count the mentions; return the
+    (unit id, entity id) mentions, sorted, for :func:`mentions_copy` to write once the
+    statistics are checked (:func:`fresh_statistics`).
 
     Units flagged in ``mention_linked`` (all when ``None``) are also linked to every known
     entity whose key appears in their text as whole words, in any case (:func:`mention_keys`).
@@ -388,7 +459,7 @@ def entity_plan(
     grams = mention_grams(units, linked)
     all_grams = sorted(frozenset().union(*grams))
     if not all_grams and not any(names):
-        return
+        return []
     named = entity_mentions(units, names)
     keys = named.keys
     entity_of: dict[str, str] = {}
@@ -407,10 +478,15 @@ def entity_plan(
         )
         found |= known_mentions(units, grams, known)
     if not found:
-        return
+        return []
     pairs = sorted(found)
     yield count_mentions_query(bank, units, pairs)
-    yield from fk_checked(Copy(COPY_UNIT_ENTITIES, [(bank, u, e) for u, e in pairs]))
+    return pairs
+
+
+def mentions_copy(bank: str, pairs: Sequence[tuple[str, str]]) -> Copy:
+    """The ``COPY`` of :func:`entity_plan`'s mentions."""
+    return Copy(COPY_UNIT_ENTITIES, [(bank, u, e) for u, e in pairs])
 
 
 def batch_semantic_pairs(

@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from shared_core.errors import InvalidItemError
-from shared_core.retain.links import entity_plan, fk_checked, link_plan
+from shared_core.retain.links import entity_plan, fk_checked, fresh_statistics, link_plan, mentions_copy
 from shared_core.retain.prepare import PreparedChunk, PreparedUnit
 from shared_core.storage.locks import CLAIM_BANK_STATS
 from shared_core.storage.plan import Copy, Plan, Query
@@ -219,7 +219,7 @@ def retain_plan(request: RetainRequest, vectors: npt.NDArray[np.float32]) -> Pla
             fetch="none",
         )
     )
-    yield from entity_plan(
+    mentions = yield from entity_plan(
         request.bank,
         units,
         request.entities,
@@ -227,6 +227,13 @@ def retain_plan(request: RetainRequest, vectors: npt.NDArray[np.float32]) -> Pla
         # explicit entities are the whole truth for their item: no lower-case mention linking
         mention_linked=[request.items[u.item_index].entities is None for u in units],
     )
+    # Before the writes whose checks look up units and entities (mentions, then links): the
+    # statistics must know at least the rows written here, or the checks read whole banks.
+    yield from fresh_statistics(
+        {"memory_units": len(units), "entities": len({entity for _, entity in mentions})}
+    )
+    if mentions:
+        yield from fk_checked(mentions_copy(request.bank, mentions))
     yield from link_plan(
         request.bank,
         request.items,

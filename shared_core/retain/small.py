@@ -36,7 +36,9 @@ from shared_core.retain.links import (
     _IdRow,
     _ResolvedKey,
     _SemanticNeighbour,
+    _Table,
     _TemporalNeighbour,
+    analyse_stale,
     causal_links,
     count_mentions_query,
     entity_mentions,
@@ -48,6 +50,7 @@ from shared_core.retain.links import (
     missing_reference_error,
     resolve_entities_query,
     semantic_neighbours_query,
+    stale_statistics_query,
     upsert_entities_query,
 )
 from shared_core.retain.plan import (
@@ -225,7 +228,11 @@ def small_retain_plan(request: RetainRequest, vectors: npt.NDArray[np.float32]) 
             row_type=_TemporalNeighbour,
         )
     )
+    # Last, after the units and entities are written: whether the statistics miss them
+    # (links.fresh_statistics), answered with the rest of this round trip.
+    second.append(stale_statistics_query({"memory_units": len(units), "entities": len(keys)}))
     results = yield Pipeline(tuple(second))
+    stale: list[_Table] = results[-1]
     at = len(units)
     if new_keys:
         created: list[_EntityKey] = results[at]
@@ -285,5 +292,7 @@ def small_retain_plan(request: RetainRequest, vectors: npt.NDArray[np.float32]) 
     if checked:  # a mention count comes with its mentions
         # Sent with the commit (or the caller's next statement, when this plan is part of a
         # larger one): no round trip of its own.
-        yield Pipeline((*counted, *fk_plan_settings(), *checked, fk_plan_restore()), wait=False)
+        yield Pipeline(
+            (*counted, *analyse_stale(stale), *fk_plan_settings(), *checked, fk_plan_restore()), wait=False
+        )
     return ids
