@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass
 
 import numpy as np
@@ -136,6 +135,7 @@ def recall_plan(ctx: RecallContext, query: str, opts: RecallOptions) -> Plan[Rec
                     [*head, *(FusedCandidate(id=r.id, rrf=0.0) for r in extra)],
                     {**rows, **{r.id: r for r in extra}},
                     offset=len(cut) - len(head),
+                    watch=watch,
                 )
             relevance = list(scored[len(head) :])
         with watch.stage("fill_details"):
@@ -298,7 +298,7 @@ def _score(
     *,
     offset: int = 0,
     neighbours_in: str | None = None,
-    watch: Stopwatch | None = None,
+    watch: Stopwatch,
 ) -> Plan[tuple[list[float] | None, list[float]]]:
     """The reranker's ``(raw, normalised)`` scores of ``candidates`` (fused order, the first
     at position ``offset``): the learned reranker's probabilities, a cross-encoder's raw and
@@ -319,7 +319,7 @@ def _score(
         if neighbours_in is not None and seeds:
             # The graph's second round: the document neighbours of the first stage's top hits.
             # Its own stage (I/O), out of the reranker's: the latency headline leaves out rerank.
-            with watch.stage("graph_neighbours", within="rerank") if watch else nullcontext():
+            with watch.stage("graph_neighbours", within="rerank"):
                 near = yield from neighbour_plan(
                     neighbours_in, [candidates[i].id for i in seeds], scorer.neighbour_window
                 )

@@ -236,9 +236,10 @@ GRAPH = Arm(start=_start, finish=_finish, needs=frozenset({"semantic", "keyword"
 # before and after each seed in its document, by id (UUIDv7: the order the document's memories
 # were retained in). A chat's answer sits in the turn after the question that names its
 # subject, a document's detail in the piece after the one that names it; their words and
-# vectors may share nothing with the query. Each side is one short index scan of the primary
-# key (bank_id, id) from the seed, filtered to its document; memories without a document have
-# no neighbours. Filters are not applied here: only neighbours that are already fused
+# vectors may share nothing with the query. Each side is one short range scan of the index
+# (bank_id, document_id, id) from the seed (migration 0016: the primary key, filtered to the
+# document, read the rest of the bank for a seed at its document's end); memories without a
+# document have no neighbours. Filters are not applied here: only neighbours that are already fused
 # candidates (which passed them) are read.
 NEIGHBOURS = """
 SELECT n.id::text AS id, s.id::text AS seed
