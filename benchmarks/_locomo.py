@@ -16,12 +16,32 @@ import datetime as dt
 import json
 import os
 import re
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 DEFAULT_DATA_PATH = Path(os.environ.get("LOCOMO_PATH", "/work/shared/data/locomo/locomo10.json"))
+
+
+def locomo_missing(path: Path) -> bool:
+    """Whether the LoCoMo file at ``path`` is absent, said on stderr: a benchmark that needs it
+    then measures nothing and exits 0. LoCoMo (CC BY-NC 4.0) is read from ../shared/data and
+    never shipped; ``--data`` or ``$LOCOMO_PATH`` points elsewhere.
+
+    >>> locomo_missing(Path("/nonexistent/locomo10.json"))
+    True
+    """
+    if path.exists():
+        return False
+    print(
+        f"SKIP: LoCoMo not found at {path} (CC BY-NC 4.0: read from ../shared/data, never shipped; "
+        "set --data or $LOCOMO_PATH)",
+        file=sys.stderr,
+    )
+    return True
+
 
 KS: tuple[int, ...] = (1, 5, 10, 25, 50)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from _locomo import DEFAULT_DATA_PATH, Conversation, dia_ids, load_locomo, recall_at_k
+from _locomo import DEFAULT_DATA_PATH, Conversation, dia_ids, load_locomo, locomo_missing, recall_at_k
 from _peers import SEARCH_K
 
 from shared_core import MemoryItem
@@ -15,8 +15,7 @@ __all__ = ["conversation_zero", "r10_by_category", "retain_conversation"]
 
 def conversation_zero() -> Conversation | None:
     """LoCoMo conversation 0, or None (with a message) when the dataset is not here."""
-    if not DEFAULT_DATA_PATH.exists():
-        print(f"LoCoMo not found at {DEFAULT_DATA_PATH}; skipping")
+    if locomo_missing(DEFAULT_DATA_PATH):
         return None
     return load_locomo(DEFAULT_DATA_PATH)[0]
 

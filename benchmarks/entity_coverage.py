@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from _locomo import DEFAULT_DATA_PATH, locomo_missing
 from _report import write_text
 
 from shared_core.config import DEFAULT_SPACY_MODEL
@@ -46,7 +47,6 @@ from shared_core.extraction.entities import (
 )
 from shared_core.types import EntityMention
 
-DATA_PATH = Path(os.environ.get("LOCOMO_PATH", "/work/shared/data/locomo/locomo10.json"))
 DEFAULT_OUT = Path(__file__).resolve().parent.parent / "docs" / "benchmarks" / "entity_coverage.md"
 BATCH_SIZES = (32, 128, 512)
 
@@ -102,11 +102,10 @@ def timed(fn: object, *args: object) -> tuple[object, float]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=DATA_PATH)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA_PATH)
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args(argv)
-    if not args.data.exists():
-        print(f"LoCoMo not found at {args.data}; set LOCOMO_PATH or pass --data. Skipping.")
+    if locomo_missing(args.data):
         return 0
 
     turns = load_turns(args.data)

@@ -47,6 +47,7 @@ from _locomo import (
     dia_ids,
     group_counts,
     load_locomo,
+    locomo_missing,
     markdown_curve_table,
     markdown_table,
     parse_selection,
@@ -511,10 +512,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not args.quiet:
             print(msg, file=sys.stderr, flush=True)
 
-    if not args.data.exists():
-        print(
-            f"LoCoMo data not found at {args.data} (set --data or $LOCOMO_PATH); skipping.", file=sys.stderr
-        )
+    if locomo_missing(args.data):
         return 0
     all_convs = load_locomo(args.data)
     selected = parse_selection(args.conversations, len(all_convs))

@@ -25,7 +25,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _locomo import DEFAULT_DATA_PATH
+from _locomo import DEFAULT_DATA_PATH, locomo_missing
 from _report import write_json
 from retain import locomo_turns
 
@@ -41,8 +41,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--single", type=int, default=200, help="turns timed one at a time")
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args(argv)
-    if not args.data.exists():
-        print(f"LoCoMo not found at {args.data}; nothing measured")
+    if locomo_missing(args.data):
         return 0
 
     from shared_core.extraction.entities import SpacyEntityExtractor

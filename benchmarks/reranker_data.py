@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np
 import psycopg
-from _locomo import DEFAULT_DATA_PATH, Conversation, load_locomo, parse_selection
+from _locomo import DEFAULT_DATA_PATH, Conversation, load_locomo, locomo_missing, parse_selection
 from _peers import SEARCH_K, EmbeddingCache
 from locomo import OursSystem, ours
 from pgvector.psycopg import register_vector
@@ -206,8 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--cache-dir", default="default", help="embedding cache dir")
     p.add_argument("--force", action="store_true", help="re-extract existing files")
     args = p.parse_args(argv)
-    if args.dataset == "locomo" and not args.data.exists():
-        print(f"LoCoMo not found at {args.data}; skipping", file=sys.stderr)
+    if args.dataset == "locomo" and locomo_missing(args.data):
         return 0
     warnings.filterwarnings("ignore")
     convs = _conversations(args.dataset, args.conversations, args.data)

@@ -67,7 +67,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from _locomo import DEFAULT_DATA_PATH  # noqa: E402
+from _locomo import DEFAULT_DATA_PATH, locomo_missing  # noqa: E402
 from _plain import data_root, describe, plain_insert_one, plain_load, plain_table  # noqa: E402
 from _report import publish  # noqa: E402
 from _timing import timed_calls  # noqa: E402
@@ -538,11 +538,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--n", type=int, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
 
-    if not args.data.exists():
-        print(
-            f"SKIP retain benchmark: LoCoMo not found at {args.data} (CC BY-NC 4.0; it is "
-            "read from ../shared/data, never shipped). Set --data or $LOCOMO_PATH."
-        )
+    if locomo_missing(args.data):
         return 0
     if args.worker == "document":
         threads = args.torch_threads[0] if args.torch_threads else None

@@ -39,7 +39,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _locomo import DEFAULT_DATA_PATH
+from _locomo import DEFAULT_DATA_PATH, locomo_missing
 from _plain import data_root
 from _report import write_json
 from _timing import timed_calls
@@ -63,8 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--neighbour-plans", nargs="+", default=["index"], choices=["index", "sort"])
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args(argv)
-    if not args.data.exists():
-        print(f"SKIP: LoCoMo not found at {args.data}")
+    if locomo_missing(args.data):
         return 0
 
     from _peers import EmbeddingCache
