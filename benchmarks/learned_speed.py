@@ -16,8 +16,10 @@ column is the per-candidate reference implementation (the spec; same numbers).
     .venv/bin/python benchmarks/learned_speed.py --repeat 30 --out docs/benchmarks/learned_speed.json \
         --md docs/benchmarks/learned_speed.md
 
-A last row scores the plain question over the same lists with one non-ASCII word added to
+A fifth row scores the plain question over the same lists with one non-ASCII word added to
 every text ("café"): such texts take the code-point path of the text scan instead of bytes.
+The last one writes every text as a chat turn (``Caroline said, "…"`` / ``Melanie said, "…"``):
+the speaker column reads the speech form of every text that holds a name of the question.
 """
 
 from __future__ import annotations
@@ -120,10 +122,20 @@ def measure(n: int = 300, repeat: int = 50) -> dict[str, Any]:
     fields = [{f.name: getattr(c, f.name) for f in dataclasses.fields(c)} for c in cands]
     signals = _best_ms(lambda _: [CandidateSignals(**f) for f in fields], repeat)
     accented = [[dataclasses.replace(c, text=c.text + " café") for c in f] for f in fresh]
+    # chat turns, every other one said by the person the question names: the speaker column's
+    # worst case (its speech-form regex runs on every text holding one of the question's names)
+    turns = [
+        [
+            dataclasses.replace(c, text=f'{("Caroline", "Melanie")[i % 2]} said, "{c.text}"')
+            for i, c in enumerate(f)
+        ]
+        for f in fresh
+    ]
     rows: list[dict[str, Any]] = []
     for (question, window), cands_by_run, texts in [
         *((q, fresh, "ascii") for q in _QUESTIONS),
         (_QUESTIONS[0], accented, "non-ascii"),
+        (_QUESTIONS[0], turns, "chat turns"),
     ]:
         query = QuerySignals.from_query(question, window)
         features = _best_ms(lambda i, q=query, ls=cands_by_run: featurize(q, ls[i]), repeat)  # type: ignore[misc]

@@ -90,6 +90,8 @@ def _hydrate(dsn: str, bank: str, ids: Sequence[str], dimension: int) -> dict[st
         r["id"]: {
             "dia_id": (r["metadata"] or {}).get("dia_id"),
             "text": r["text"],
+            # who says it when the text does not (the learned reranker's speaker_named)
+            "context": r["context"],
             "occurred_start": _iso(r["occurred_start"]),
             "occurred_end": _iso(r["occurred_end"]),
             "mentioned_at": _iso(r["mentioned_at"]),

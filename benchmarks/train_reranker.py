@@ -47,6 +47,7 @@ from shared_core.config import DEFAULT_ARM_WEIGHTS, DEFAULT_RRF_K
 from shared_core.recall.learned import (
     FEATURE_NAMES,
     NEIGHBOUR_FEATURE,
+    SPEAKER_FEATURE,
     CandidateSignals,
     LearnedScorer,
     QuerySignals,
@@ -113,6 +114,15 @@ DEFAULT_FEATURES: tuple[str, ...] = (
     # top hit itself; NEIGHBOUR_SEEDS, NEIGHBOUR_WINDOW). Added 2026-12-01 after the multi-hop
     # failure analysis (benchmarks/multihop_analysis.py); see docs/benchmarks.md.
     NEIGHBOUR_FEATURE,
+    # whether the memory's speaker ("Caroline said, ...", "Caroline: ...", or the memory's
+    # context) is a person the question names (learned.py's speaker_names). Added 2026-12-01
+    # evening; chosen on LoCoMo 0-4, leave-one-conversation-out R@10 (multi-hop in brackets,
+    # pooled over the five): without 81.3 (47.6), with 81.6 (50.7), with a second column "the
+    # speaker is someone else" 81.3 (50.7). Judged held out: LoCoMo 5-9 80.1 (46.3) -> 81.5
+    # (49.0), dated-long R@1 76.1 -> 77.6, dated-hard 100.0 -> 99.7 (1 of 317). Reading any
+    # question name among a text's first three words instead (no speech form): 5-9 81.0 (49.1)
+    # but dated-long R@1 59.9 (an article's introduction opens with its person's name).
+    SPEAKER_FEATURE,
 )
 # The feature set shipped before the scale-free one (for --compare).
 ABSOLUTE_FEATURES: tuple[str, ...] = tuple(
@@ -248,6 +258,7 @@ def questions_of(block: dict[str, Any]) -> list[QuestionData]:
                     occurred_end=_dt(m["occurred_end"]),
                     mentioned_at=_dt(m["mentioned_at"]),
                     date_grain=m["date_grain"],
+                    context=m.get("context"),  # recorded since speaker_named
                 )
             )
         dia = tuple(str(memories[c["id"]]["dia_id"]) for c in q["candidates"])

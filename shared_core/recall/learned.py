@@ -66,10 +66,12 @@ from shared_core.types import ARM_NAMES, ArmName, DateGrain, TimeWindow, as_utc
 __all__ = [
     "FEATURE_NAMES",
     "NEIGHBOUR_FEATURE",
+    "SPEAKER_FEATURE",
     "CandidateSignals",
     "LearnedScorer",
     "QuerySignals",
     "featurize",
+    "speaker_names",
 ]
 
 _WEIGHTS_FILE: Final = "learned_reranker.json"
@@ -109,6 +111,43 @@ def _alternation(words: frozenset[str], *, whole: bool) -> re.Pattern[str] | Non
 
 
 _RUN = re.compile(r"\w+")
+
+# A chat turn's speaker as transcripts write it: one to three words at the start of the text,
+# each starting with a capital letter, then a colon or a verb of speech ("Caroline said, ...",
+# "Dr. Rossi: ..."). The capitals are checked in Python (str.isupper: any script with case).
+_SPEAKER: Final = re.compile(
+    r"\s*((?:[^\W\d_][\w'’.-]*\s+){0,2}[^\W\d_][\w'’.-]*)"
+    r"(?:\s*:|\s+(?:said|says|asked|asks|wrote|writes|replied|replies)\b)"
+)
+_MAX_SPEAKER_WORDS: Final = 3
+
+
+def speaker_names(text: str, context: str | None = None) -> frozenset[str]:
+    """The lower-cased words of who says ``text``: its leading ``Name said`` / ``Name:``, else
+    the memory's ``context`` read the same way, or the context itself when it is a bare name of
+    one to three capitalised words; empty when neither says.
+
+    >>> sorted(speaker_names('Caroline said, "I went to a support group."'))
+    ['caroline']
+    >>> sorted(speaker_names("Dr. Rossi: the violin is ready."))
+    ['dr', 'rossi']
+    >>> sorted(speaker_names("Yes, a cat named Pixel.", context="Mara Bell"))
+    ['bell', 'mara']
+    >>> speaker_names("the plan said nothing"), speaker_names("Mara repairs violins.")
+    (frozenset(), frozenset())
+    """
+    for source in (text, context):
+        if not source:
+            continue
+        m = _SPEAKER.match(source)
+        words = m.group(1).split() if m is not None else []
+        if m is None and source is context:
+            words = source.split()
+            if len(words) > _MAX_SPEAKER_WORDS:
+                continue
+        if words and all(w[:1].isupper() for w in words):
+            return frozenset(_RUN.findall(" ".join(words).lower()))
+    return frozenset()
 
 
 def _plain(words: frozenset[str]) -> bool:
@@ -183,6 +222,8 @@ class CandidateSignals:
     occurred_end: _dt.datetime | None = None
     mentioned_at: _dt.datetime | None = None
     date_grain: DateGrain | None = None
+    # the memory's context: who says it when its text does not (speaker_names)
+    context: str | None = None
 
     def proximity(self, window: TimeWindow) -> float | None:
         """Closeness of the memory's date (as the temporal boost dates it) to ``window``;
@@ -281,6 +322,7 @@ def _row(
         *(0.0 for _ in _RELATIVE),  # filled by _relative
         tight,
         0.0,  # neighbour_of_top: marked by the caller
+        float(bool(query.names & speaker_names(c.text, c.context))),
     ]
 
 
@@ -302,6 +344,7 @@ _RELATIVE: Final = (
 )
 
 NEIGHBOUR_FEATURE: Final = "neighbour_of_top"
+SPEAKER_FEATURE: Final = "speaker_named"
 
 FEATURE_NAMES: Final[tuple[str, ...]] = (
     "intercept",
@@ -331,6 +374,10 @@ FEATURE_NAMES: Final[tuple[str, ...]] = (
     # stage's top hits (LearnedScorer.seeds, arms/graph.py's neighbour_plan); featurize leaves
     # it 0, the caller marks it (LearnedScorer.probabilities)
     NEIGHBOUR_FEATURE,
+    # appended after the second graph round: whether the memory's speaker (speaker_names) is a
+    # person the question names ("What books has Melanie read?": a turn Melanie says, not one
+    # Caroline says to her); name_cover_over_best cannot tell them apart
+    SPEAKER_FEATURE,
 )
 """Every feature :func:`featurize` computes, in column order; a model uses a subset."""
 
@@ -346,7 +393,7 @@ def featurize(query: QuerySignals, candidates: Sequence[CandidateSignals]) -> np
 
     >>> q = QuerySignals.from_query("Who plays violin?", None)
     >>> featurize(q, [CandidateSignals(position=0, rrf=0.02, cosine=0.5, text="x")]).shape
-    (1, 33)
+    (1, 34)
     """
     n = len(candidates)
     if not n:
@@ -444,6 +491,19 @@ def featurize(query: QuerySignals, candidates: Sequence[CandidateSignals]) -> np
     else:
         col += 1
     col += 1  # neighbour_of_top: marked by the caller (LearnedScorer.probabilities)
+    if query.names:  # a question naming nobody has no speaker to match
+        # Only a text that holds one of the names as a word (name_cover, just computed) can
+        # have it as its speaker: the speech form's regex runs on those and on the memories
+        # with a context, not on all 300.
+        speaker = np.zeros(n)
+        maybe = out[:, _COLUMN["name_cover"]] > 0
+        maybe[[i for i, c in enumerate(candidates) if c.context]] = True
+        for i in np.flatnonzero(maybe).tolist():
+            c = candidates[i]
+            speaker[i] = bool(query.names & speaker_names(c.text, c.context))
+        put(speaker)
+    else:
+        col += 1
     assert col == len(FEATURE_NAMES), "a feature column is missing"
     _relative(out)
     return out

@@ -406,6 +406,7 @@ def _signals(position: int, candidate: FusedCandidate, row: MemoryRow) -> Candid
         occurred_end=row.occurred_end,
         mentioned_at=row.mentioned_at,
         date_grain=row.date_grain,
+        context=row.context,
     )
 
 

@@ -13,10 +13,12 @@ import pytest
 from shared_core.recall.learned import (
     FEATURE_NAMES,
     NEIGHBOUR_FEATURE,
+    SPEAKER_FEATURE,
     CandidateSignals,
     LearnedScorer,
     QuerySignals,
     featurize,
+    speaker_names,
 )
 from shared_core.types import TimeWindow
 
@@ -305,7 +307,8 @@ def test_featurize_leaves_the_neighbour_column_to_the_caller() -> None:
     q = QuerySignals.from_query("Where does Mara work?", None)
     rows = featurize(q, [_candidate(i) for i in range(4)])
     assert _column(rows, NEIGHBOUR_FEATURE) == [0.0] * 4
-    assert FEATURE_NAMES[-1] == NEIGHBOUR_FEATURE  # appended: older columns keep their places
+    # appended (then the speaker column): older columns keep their places
+    assert FEATURE_NAMES[-2:] == (NEIGHBOUR_FEATURE, SPEAKER_FEATURE)
 
 
 def test_seeds_are_the_first_stages_best_candidates() -> None:
@@ -383,3 +386,50 @@ def test_the_shipped_model_reads_the_neighbours_of_its_first_stage() -> None:
     other = next(i for i in range(30) if i not in seeds)
     plain = scorer.probabilities(rows, seeds)[other]
     assert scorer.probabilities(rows, seeds, {other: seeds[:1]})[other] > plain
+
+
+def test_speaker_names_read_the_speech_form_or_the_context() -> None:
+    assert speaker_names('Caroline said, "I went to the support group."') == {"caroline"}
+    assert speaker_names("Dr. Rossi: the violin is ready.") == {"dr", "rossi"}
+    assert speaker_names("Émile Zola asked whether it rained") == {"émile", "zola"}
+    # the text's speaker wins over the context's
+    assert speaker_names('Caroline said, "hi"', context="Melanie") == {"caroline"}
+    assert speaker_names("I read a book.", context="Melanie") == {"melanie"}
+    assert speaker_names("I read a book.", context="Melanie said") == {"melanie"}
+    for text, context in (
+        ("the plan said nothing", None),  # not capitalised
+        ("Mara repairs violins.", None),  # no speech form
+        ("Ann Bea Cy Dee said hello", None),  # more than three words
+        ("I read a book.", "notes from a meeting"),  # a context that names nobody
+        ("I read a book.", "Weekly Notes From The Team"),  # nor a name of 1-3 words
+    ):
+        assert speaker_names(text, context) == frozenset(), (text, context)
+
+
+def test_the_speaker_column_marks_turns_the_named_person_says() -> None:
+    q = QuerySignals.from_query("What books has Melanie read?", None)
+    rows = featurize(
+        q,
+        [
+            _candidate(0, text='Melanie said, "I read Charlotte\'s Web."'),
+            _candidate(1, text='Caroline said, "Melanie, read any good books?"'),
+            _candidate(2, text="I read Charlotte's Web.", context="Melanie"),
+            _candidate(3, text="Melanie read Charlotte's Web."),  # about her, not said by her
+        ],
+    )
+    assert _column(rows, SPEAKER_FEATURE) == [1.0, 0.0, 1.0, 0.0]
+    nobody = QuerySignals.from_query("which books were read?", None)
+    rows = featurize(nobody, [_candidate(0, text='Melanie said, "I read a book."')])
+    assert _column(rows, SPEAKER_FEATURE) == [0.0]
+
+
+def test_the_shipped_weights_favour_the_named_speaker() -> None:
+    scorer = LearnedScorer.default()
+    assert SPEAKER_FEATURE in scorer.features
+    q = QuerySignals.from_query("What books has Melanie read?", None)
+    text = "I just read Charlotte's Web, a lovely book."
+    hers, theirs = (
+        scorer.score(q, [_candidate(0, text=text, context=who), _candidate(1, text="x", cosine=0.3)])[0]
+        for who in ("Melanie", "Caroline")
+    )
+    assert hers > theirs

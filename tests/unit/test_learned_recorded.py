@@ -187,3 +187,26 @@ def test_texts_never_seen_and_odd_candidates_give_the_reference_numbers_bit_for_
             assert again.tobytes() == fast.tobytes()  # deterministic
             z = np.clip(scorer.logits(reference), -40.0, 40.0)
             assert scorer.score(query, cands) == [float(p) for p in 1.0 / (1.0 + np.exp(-z))]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_speaker_column_is_the_references_bit_for_bit(seed: int) -> None:
+    from shared_core.recall.learned import SPEAKER_FEATURE, _featurize_rows
+
+    speakers = ("Ann", "Zoë Ärger", "ann", "Dr. Ann", "ΣΟΦΙΑ", "Ann_B", "Ann Bea Cy Dee")
+    contexts = (None, "Ann", "Annabel Lee", "a note about Ann", "")
+    cands = [
+        dataclasses.replace(
+            c,
+            text=f"{speakers[i % len(speakers)]} said, {c.text}" if i % 3 else f"{speakers[i % 7]}: {c.text}",
+            context=contexts[i % len(contexts)],
+        )
+        for i, c in enumerate(_odd_candidates(seed))
+    ]
+    column = FEATURE_NAMES.index(SPEAKER_FEATURE)
+    for question in ("What did Ann tell Zoë?", "Which group did Annabel support?", "café x", "Who is ΣΟΦΙΑ?"):
+        query = QuerySignals.from_query(question, None)
+        fast, reference = featurize(query, cands), _featurize_rows(query, cands)
+        assert fast.tobytes() == reference.tobytes(), question
+        if question.startswith("What did Ann"):
+            assert 0 < fast[:, column].sum() < len(cands)
