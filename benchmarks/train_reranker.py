@@ -47,11 +47,14 @@ from shared_core.config import DEFAULT_ARM_WEIGHTS, DEFAULT_RRF_K
 from shared_core.recall.learned import (
     FEATURE_NAMES,
     NEIGHBOUR_FEATURE,
+    NEIGHBOUR_SPEAKER_FEATURE,
+    SECOND_ROUND,
     SPEAKER_FEATURE,
     CandidateSignals,
     LearnedScorer,
     QuerySignals,
     featurize,
+    mark_neighbours,
 )
 from shared_core.types import ARM_NAMES, TimeWindow
 
@@ -123,6 +126,15 @@ DEFAULT_FEATURES: tuple[str, ...] = (
     # question name among a text's first three words instead (no speech form): 5-9 81.0 (49.1)
     # but dated-long R@1 59.9 (an article's introduction opens with its person's name).
     SPEAKER_FEATURE,
+    # the second graph round's mark times speaker_named (learned.py's mark_neighbours): the
+    # turn beside a top hit said by the person asked about. Added with speaker_named; chosen
+    # on LoCoMo 0-4 for multi-hop, the category the second round is for (leave-one-
+    # conversation-out R@10 81.6 (50.7) -> 81.5 (51.8), R@1 44.8 -> 44.2). Judged held out:
+    # 5-9 81.5 (49.0) -> 81.7 (49.7), temporal 80.3 -> 81.2; what the second round adds to
+    # 5-9 multi-hop (offline, the column(s) left 0): +0.9 -> +2.5; dated-long R@1 77.6 ->
+    # 78.3, dated-hard 99.7 -> 100.0. Not chosen, the second round's seeds/window with
+    # speaker_named (LOO 0-4): 3/2 81.0 (50.6), 5/1 80.3, 5/3 81.4, 10/2 81.4 (51.7), 3/1 80.3.
+    NEIGHBOUR_SPEAKER_FEATURE,
 )
 # The feature set shipped before the scale-free one (for --compare).
 ABSOLUTE_FEATURES: tuple[str, ...] = tuple(
@@ -204,13 +216,12 @@ def document_positions(memories: dict[str, Any]) -> dict[str, tuple[str, int]]:
 
 def with_neighbours(q: QuestionData, first: LearnedScorer, seeds: int, window: int) -> QuestionData:
     """``q`` with :data:`NEIGHBOUR_FEATURE` marked as recall marks it (learned.py's
-    ``LearnedScorer.neighbour_marks``): a candidate within ``window`` places, in its document,
-    of one of the ``seeds`` best candidates by ``first`` (and not one of them) gets the best
-    such seed's first-stage probability over the best seed's."""
-    col = FEATURE_NAMES.index(NEIGHBOUR_FEATURE)
-    x = q.x.copy()
-    x[:, col] = 0.0
-    if len(x) and q.doc_pos:
+    ``LearnedScorer.neighbour_marks``; :data:`NEIGHBOUR_SPEAKER_FEATURE` with it, by the same
+    ``mark_neighbours``): a candidate within ``window`` places, in its document, of one of the
+    ``seeds`` best candidates by ``first`` (and not one of them) gets the best such seed's
+    first-stage probability over the best seed's."""
+    marks = np.zeros(len(q.x))
+    if len(q.x) and q.doc_pos:
         logits = first.logits(q.x)
         p = 1.0 / (1.0 + np.exp(-np.clip(logits, -40.0, 40.0)))
         order = np.argsort(-logits, kind="stable")[:seeds].tolist()
@@ -224,8 +235,8 @@ def with_neighbours(q: QuestionData, first: LearnedScorer, seeds: int, window: i
             for offset in (*range(-window, 0), *range(1, window + 1)):
                 i = where.get((doc, at + offset))
                 if i is not None:
-                    x[i, col] = max(x[i, col], float(p[s]) / best)
-    return dataclasses.replace(q, x=x)
+                    marks[i] = max(marks[i], float(p[s]) / best)
+    return dataclasses.replace(q, x=mark_neighbours(q.x, marks))
 
 
 def questions_of(block: dict[str, Any]) -> list[QuestionData]:
@@ -687,10 +698,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.shipped:
         shipped = LearnedScorer.default()
         first, seeds, window = shipped.first_stage, shipped.neighbour_seeds, shipped.neighbour_window
-    elif NEIGHBOUR_FEATURE in args.features:
+    elif SECOND_ROUND.intersection(args.features):
         first = fit(
             [*train, *extra],
-            [f for f in args.features if f not in {SIZE_FEATURE, NEIGHBOUR_FEATURE}],
+            [f for f in args.features if f != SIZE_FEATURE and f not in SECOND_ROUND],
             args.l2,
         )
         seeds, window = args.neighbour_seeds, args.neighbour_window

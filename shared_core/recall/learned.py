@@ -66,11 +66,14 @@ from shared_core.types import ARM_NAMES, ArmName, DateGrain, TimeWindow, as_utc
 __all__ = [
     "FEATURE_NAMES",
     "NEIGHBOUR_FEATURE",
+    "NEIGHBOUR_SPEAKER_FEATURE",
+    "SECOND_ROUND",
     "SPEAKER_FEATURE",
     "CandidateSignals",
     "LearnedScorer",
     "QuerySignals",
     "featurize",
+    "mark_neighbours",
     "speaker_names",
 ]
 
@@ -323,6 +326,7 @@ def _row(
         tight,
         0.0,  # neighbour_of_top: marked by the caller
         float(bool(query.names & speaker_names(c.text, c.context))),
+        0.0,  # neighbour_of_top_speaker_named: marked by the caller
     ]
 
 
@@ -345,6 +349,10 @@ _RELATIVE: Final = (
 
 NEIGHBOUR_FEATURE: Final = "neighbour_of_top"
 SPEAKER_FEATURE: Final = "speaker_named"
+NEIGHBOUR_SPEAKER_FEATURE: Final = "neighbour_of_top_speaker_named"
+# The columns of the second graph round, set by mark_neighbours (never by featurize): a first
+# stage, which picks the round's seeds, reads none of them.
+SECOND_ROUND: Final = frozenset({NEIGHBOUR_FEATURE, NEIGHBOUR_SPEAKER_FEATURE})
 
 FEATURE_NAMES: Final[tuple[str, ...]] = (
     "intercept",
@@ -378,6 +386,10 @@ FEATURE_NAMES: Final[tuple[str, ...]] = (
     # person the question names ("What books has Melanie read?": a turn Melanie says, not one
     # Caroline says to her); name_cover_over_best cannot tell them apart
     SPEAKER_FEATURE,
+    # the second graph round's mark where the neighbour is said by a person the question names
+    # (neighbour_of_top x speaker_named, mark_neighbours): in a chat, the turn beside a good
+    # hit continues its topic, and it holds the asked person's facts when that person says it
+    NEIGHBOUR_SPEAKER_FEATURE,
 )
 """Every feature :func:`featurize` computes, in column order; a model uses a subset."""
 
@@ -490,7 +502,7 @@ def featurize(query: QuerySignals, candidates: Sequence[CandidateSignals]) -> np
         put(tight)
     else:
         col += 1
-    col += 1  # neighbour_of_top: marked by the caller (LearnedScorer.probabilities)
+    col += 1  # neighbour_of_top: marked by the caller (mark_neighbours)
     if query.names:  # a question naming nobody has no speaker to match
         # Only a text that holds one of the names as a word (name_cover, just computed) can
         # have it as its speaker: the speech form's regex runs on those and on the memories
@@ -504,12 +516,24 @@ def featurize(query: QuerySignals, candidates: Sequence[CandidateSignals]) -> np
         put(speaker)
     else:
         col += 1
+    col += 1  # neighbour_of_top_speaker_named: marked by the caller (mark_neighbours)
     assert col == len(FEATURE_NAMES), "a feature column is missing"
     _relative(out)
     return out
 
 
 _COLUMN: Final = {name: i for i, name in enumerate(FEATURE_NAMES)}
+
+
+def mark_neighbours(rows: npt.NDArray[np.float64], marks: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """A copy of ``rows`` (:func:`featurize`'s) with the second graph round's columns set from
+    ``marks`` (:meth:`LearnedScorer.neighbour_marks`): :data:`NEIGHBOUR_FEATURE` itself and
+    :data:`NEIGHBOUR_SPEAKER_FEATURE`, the mark of a neighbour said by a person the question
+    names. Recall and training (``benchmarks/train_reranker.py``) mark through this one function."""
+    out = rows.copy()
+    out[:, _COLUMN[NEIGHBOUR_FEATURE]] = marks
+    out[:, _COLUMN[NEIGHBOUR_SPEAKER_FEATURE]] = marks * rows[:, _COLUMN[SPEAKER_FEATURE]]
+    return out
 
 
 def _relative(out: npt.NDArray[np.float64]) -> None:
@@ -657,12 +681,12 @@ class LearnedScorer:
         if not (self.mean.shape == self.scale.shape == self.coef.shape == (n,)):
             raise ValueError("mean, scale and coef need one value per feature")
         if self.first_stage is not None and (
-            NEIGHBOUR_FEATURE in self.first_stage.features
+            SECOND_ROUND.intersection(self.first_stage.features)
             or self.neighbour_seeds < 1
             or self.neighbour_window < 1
         ):
             raise ValueError(
-                f"a first stage must not read {NEIGHBOUR_FEATURE} and needs "
+                f"a first stage must not read {sorted(SECOND_ROUND)} and needs "
                 "neighbour_seeds, neighbour_window >= 1"
             )
         object.__setattr__(
@@ -712,7 +736,7 @@ class LearnedScorer:
     @property
     def reads_neighbours(self) -> bool:
         """Whether :meth:`probabilities` reads the neighbours of :meth:`seeds`."""
-        return NEIGHBOUR_FEATURE in self.features
+        return bool(SECOND_ROUND.intersection(self.features))
 
     def logits(self, rows: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         """Logits for rows of :func:`featurize` (all columns)."""
@@ -762,8 +786,7 @@ class LearnedScorer:
         if not len(rows):
             return []
         if neighbours:
-            rows = rows.copy()
-            rows[:, _COLUMN[NEIGHBOUR_FEATURE]] = self.neighbour_marks(rows, seeds, neighbours)
+            rows = mark_neighbours(rows, self.neighbour_marks(rows, seeds, neighbours))
         z = np.clip(self.logits(rows), -40.0, 40.0)
         scores: list[float] = (1.0 / (1.0 + np.exp(-z))).tolist()
         return scores

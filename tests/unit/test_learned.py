@@ -13,11 +13,14 @@ import pytest
 from shared_core.recall.learned import (
     FEATURE_NAMES,
     NEIGHBOUR_FEATURE,
+    NEIGHBOUR_SPEAKER_FEATURE,
+    SECOND_ROUND,
     SPEAKER_FEATURE,
     CandidateSignals,
     LearnedScorer,
     QuerySignals,
     featurize,
+    mark_neighbours,
     speaker_names,
 )
 from shared_core.types import TimeWindow
@@ -307,8 +310,9 @@ def test_featurize_leaves_the_neighbour_column_to_the_caller() -> None:
     q = QuerySignals.from_query("Where does Mara work?", None)
     rows = featurize(q, [_candidate(i) for i in range(4)])
     assert _column(rows, NEIGHBOUR_FEATURE) == [0.0] * 4
-    # appended (then the speaker column): older columns keep their places
-    assert FEATURE_NAMES[-2:] == (NEIGHBOUR_FEATURE, SPEAKER_FEATURE)
+    # appended (then the speaker columns): older columns keep their places
+    assert FEATURE_NAMES[-3:] == (NEIGHBOUR_FEATURE, SPEAKER_FEATURE, NEIGHBOUR_SPEAKER_FEATURE)
+    assert _column(rows, NEIGHBOUR_SPEAKER_FEATURE) == [0.0] * 4
 
 
 def test_seeds_are_the_first_stages_best_candidates() -> None:
@@ -376,7 +380,7 @@ def test_a_two_stage_model_round_trips_and_is_validated() -> None:
 def test_the_shipped_model_reads_the_neighbours_of_its_first_stage() -> None:
     scorer = LearnedScorer.default()
     assert scorer.reads_neighbours and scorer.first_stage is not None
-    assert NEIGHBOUR_FEATURE not in scorer.first_stage.features
+    assert not SECOND_ROUND.intersection(scorer.first_stage.features)
     assert scorer.neighbour_seeds >= 1 and scorer.neighbour_window >= 1
     # a document neighbour of a top hit is more likely evidence, other things equal
     q = QuerySignals.from_query("What did Omar rent on the trip?", None)
@@ -433,3 +437,37 @@ def test_the_shipped_weights_favour_the_named_speaker() -> None:
         for who in ("Melanie", "Caroline")
     )
     assert hers > theirs
+
+
+def test_a_marked_neighbour_said_by_the_named_person_gets_the_mark_twice() -> None:
+    q = QuerySignals.from_query("What books has Melanie read?", None)
+    rows = featurize(
+        q,
+        [
+            _candidate(0, text='Melanie said, "A lovely book."'),
+            _candidate(1, text='Caroline said, "Any books lately?"'),
+            _candidate(2, text='Melanie said, "Charlotte\'s Web."'),
+        ],
+    )
+    marked = mark_neighbours(rows, np.array([0.0, 0.5, 0.25]))
+    assert _column(marked, NEIGHBOUR_FEATURE) == [0.0, 0.5, 0.25]
+    assert _column(marked, NEIGHBOUR_SPEAKER_FEATURE) == [0.0, 0.0, 0.25]
+    assert _column(rows, NEIGHBOUR_FEATURE) == [0.0] * 3  # a copy
+    # a first stage reading a second-round column cannot seed the round
+    with pytest.raises(ValueError, match="first stage"):
+        LearnedScorer(
+            features=("cosine",),
+            mean=np.zeros(1),
+            scale=np.ones(1),
+            coef=np.ones(1),
+            intercept=0.0,
+            first_stage=LearnedScorer(
+                features=(NEIGHBOUR_SPEAKER_FEATURE,),
+                mean=np.zeros(1),
+                scale=np.ones(1),
+                coef=np.ones(1),
+                intercept=0.0,
+            ),
+            neighbour_seeds=5,
+            neighbour_window=2,
+        )

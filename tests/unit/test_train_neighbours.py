@@ -15,10 +15,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 from train_reranker import QuestionData, document_positions, with_neighbours
 
-from shared_core.recall.learned import FEATURE_NAMES, NEIGHBOUR_FEATURE, LearnedScorer
+from shared_core.recall.learned import (
+    FEATURE_NAMES,
+    NEIGHBOUR_FEATURE,
+    NEIGHBOUR_SPEAKER_FEATURE,
+    SPEAKER_FEATURE,
+    LearnedScorer,
+)
 
 COSINE = FEATURE_NAMES.index("cosine")
 MARK = FEATURE_NAMES.index(NEIGHBOUR_FEATURE)
+SPEAKER = FEATURE_NAMES.index(SPEAKER_FEATURE)
+SPEAKER_MARK = FEATURE_NAMES.index(NEIGHBOUR_SPEAKER_FEATURE)
 
 
 def test_document_positions_follow_the_id_order_within_each_document() -> None:
@@ -62,6 +70,12 @@ def test_neighbours_of_the_first_stages_seeds_are_marked_not_the_seeds() -> None
     p = [1 / (1 + math.exp(-c)) for c in cosines]  # the first stage: logit = cosine
     marked = with_neighbours(q, first, seeds=2, window=2)  # seeds: 0 (a5) and 3 (a4)
     assert marked.x[:, MARK].tolist() == [0.0, 1.0, 0.0, 0.0, 0.0, 0.0]  # a6 beside the top seed
+    # said by nobody the question names: the speaker's copy of the mark stays 0
+    assert marked.x[:, SPEAKER_MARK].tolist() == [0.0] * 6
+    x[:, SPEAKER] = 1.0
+    spoken = with_neighbours(dataclasses.replace(q, x=x), first, seeds=2, window=2)
+    assert spoken.x[:, SPEAKER_MARK].tolist() == spoken.x[:, MARK].tolist() == marked.x[:, MARK].tolist()
+    x[:, SPEAKER] = 0.0
     assert q.x[:, MARK].tolist() == [0.0] * 6  # the input is not changed
     wider = with_neighbours(q, first, seeds=2, window=4)  # a9 only beside a5 (the top seed)
     assert wider.x[:, MARK].tolist() == pytest.approx([0.0, 1.0, 1.0, 0.0, 0.0, 0.0])

@@ -46,7 +46,12 @@ def test_dated_evidence_rr_is_the_when_arms_rank_only_without_a_window() -> None
         "log_words_rel",
         "log_candidates",
     )
-    assert FEATURE_NAMES[31:] == ("window_tight_years", "neighbour_of_top")
+    assert FEATURE_NAMES[31:] == (
+        "window_tight_years",
+        "neighbour_of_top",
+        "speaker_named",
+        "neighbour_of_top_speaker_named",
+    )
     when = "When did Mara go to the pottery workshop?"
     assert _column(when, None, {"temporal": 1}) == pytest.approx(60 / 61)
     assert _column(when, None, {"semantic": 1}) == 0.0
