@@ -405,7 +405,7 @@ def featurize(query: QuerySignals, candidates: Sequence[CandidateSignals]) -> np
 
     >>> q = QuerySignals.from_query("Who plays violin?", None)
     >>> featurize(q, [CandidateSignals(position=0, rrf=0.02, cosine=0.5, text="x")]).shape
-    (1, 34)
+    (1, 35)
     """
     n = len(candidates)
     if not n:
