@@ -141,7 +141,7 @@ LAST_LOADED = "SELECT text FROM memory_units WHERE bank_id = %s ORDER BY id DESC
 def _statement_label(_conn: Any, op: Any) -> str:
     statement = op.statement
     text = statement.as_string(None) if hasattr(statement, "as_string") else str(statement)
-    return ("COPY " if type(op).__name__ == "Copy" else "SQL ") + " ".join(text.split())[:48]
+    return ("COPY " if type(op).__name__ == "Copy" else "SQL ") + " ".join(text.split())[:64]
 
 
 def _last_loaded(dsn: str, bank: str) -> str | None:
