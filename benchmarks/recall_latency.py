@@ -129,35 +129,113 @@ def drop_bank(dsn: str, bank: str) -> None:
         conn.execute("DELETE FROM banks WHERE bank_id = %s", (bank,))
 
 
+#: Memories per ``retain_bulk`` call of a load: each call commits, so a load stopped (or
+#: killed) loses at most this many and resumes after the last commit (``ensure_bank``).
+DEFAULT_LOAD_CHUNK = 20_000
+
+# The newest memory of a partly loaded bank (ids are UUIDv7, in retain order): a resumed load
+# checks it is the corpus's memory at that position before it appends the rest.
+LAST_LOADED = "SELECT text FROM memory_units WHERE bank_id = %s ORDER BY id DESC LIMIT 1"
+
+
+def _statement_label(_conn: Any, op: Any) -> str:
+    statement = op.statement
+    text = statement.as_string(None) if hasattr(statement, "as_string") else str(statement)
+    return ("COPY " if type(op).__name__ == "Copy" else "SQL ") + " ".join(text.split())[:64]
+
+
+def _last_loaded(dsn: str, bank: str) -> str | None:
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute(LAST_LOADED, (bank,)).fetchone()
+    return None if row is None else str(row[0])
+
+
 def ensure_bank(
     engine: Any,
     corpus: Corpus,
     bank: str,
     *,
     batch: int = 2000,
+    chunk: int = DEFAULT_LOAD_CHUNK,
     reload: bool = False,
+    stages: bool = False,
+    deadline: float | None = None,
     log: Callable[[str], None] = print,
 ) -> dict[str, Any]:
-    """Load ``corpus`` into ``bank`` unless it already holds ``len(corpus)`` memories."""
+    """Load ``corpus`` into ``bank`` unless it already holds ``len(corpus)`` memories.
+
+    The load goes through ``retain_bulk`` (batches of ``batch``), one call and one commit per
+    ``chunk`` memories. A bank holding a prefix of the corpus (a load stopped after a commit:
+    its count and its newest memory match the corpus there) is completed from where it
+    stopped, which stores the same rows as one uninterrupted load (each batch is stored as
+    ``retain(batch)`` stores it, linking to the batches before it through the database); any
+    other partial bank is dropped and reloaded. With ``stages``, each chunk's log line also
+    gives the wall time of every statement kind (the server's work, seen from the client).
+    No chunk starts after ``deadline`` (a ``time.time()``): the bank then holds a prefix of the
+    corpus, ``memories`` says how much (:func:`corpus_head` cuts the corpus to match), and a
+    later call completes it.
+    """
     have = bank_count(engine, bank)
     if have == len(corpus) and not reload:
         return {"reused": True, "seconds": 0.0, "memories": have}
-    if have:
+    resumed = 0
+    prefix = have and not reload and have < len(corpus)
+    if prefix and _last_loaded(engine.dsn, bank) == corpus.memories[have - 1].text:
+        resumed = have
+        log(f"  resuming {bank} at {have:,}")
+    if have and not resumed:
         drop_bank(engine.dsn, bank)
+    from _timing import timed_calls
+
+    from shared_core.storage import runner
+
+    targets = {(runner, "_exec_sync"): _statement_label, (runner, "_copy_sync"): _statement_label}
     started = time.perf_counter()
-    for start in range(0, len(corpus), batch):
-        stop = min(len(corpus), start + batch)
-        engine.retain(corpus.items(start, stop), bank=bank, progress=False)
+    stop = resumed
+    for start in range(resumed, len(corpus), chunk):
+        if deadline is not None and time.time() >= deadline:
+            log(f"  deadline reached: {bank} holds {start:,} of {len(corpus):,}")
+            break
+        stop = min(len(corpus), start + chunk)
+        t0 = time.perf_counter()
+        with timed_calls(targets if stages else {}) as timed:
+            engine.retain_bulk(corpus.items(start, stop), bank=bank, batch_size=batch, progress=False)
+        took = time.perf_counter() - t0
         done = time.perf_counter() - started
-        log(f"  loaded {stop}/{len(corpus)} into {bank} ({stop / done:.0f}/s)")
+        load = " ".join(f"{x:.1f}" for x in os.getloadavg())
+        log(
+            f"  loaded {stop}/{len(corpus)} into {bank}: this chunk {(stop - start) / took:.0f}/s "
+            f"({took:.1f} s), overall {(stop - resumed) / done:.0f}/s, load {load}"
+        )
+        for label, ms in sorted(timed.items(), key=lambda kv: -sum(kv[1]))[:8]:
+            log(f"    {sum(ms) / 1e3:8.1f} s  x{len(ms):<5d} {label}")
     seconds = time.perf_counter() - started
     _analyze(engine.dsn)
-    return {
+    loaded = stop - resumed
+    report: dict[str, Any] = {
         "reused": False,
         "seconds": round(seconds, 1),
-        "memories": len(corpus),
-        "per_second": round(len(corpus) / seconds, 1),
+        "memories": stop,
+        "per_second": round(loaded / seconds, 1) if seconds > 0 else 0.0,
     }
+    if resumed:
+        report["resumed_at"] = resumed
+    return report
+
+
+def corpus_head(corpus: Corpus, n: int) -> Corpus:
+    """The first ``n`` memories of ``corpus``: the corpus of size ``n`` (the prefix property of
+    ``_corpus``), for a bank a deadline left partly loaded."""
+    if n >= len(corpus):
+        return corpus
+    return Corpus(
+        memories=corpus.memories[:n],
+        vectors=corpus.vectors[:n],
+        real=min(corpus.real, n),
+        meta={**corpus.meta, "head_of": len(corpus)},
+    )
 
 
 def _analyze(dsn: str) -> None:
@@ -557,7 +635,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="recalls per filtered case and for the learned-reranker row (0: skip both)",
     )
     p.add_argument("--queries", type=int, default=50)
-    p.add_argument("--batch", type=int, default=2000, help="memories per retain call (load)")
+    p.add_argument("--batch", type=int, default=2000, help="memories per retain_bulk batch (load)")
+    p.add_argument(
+        "--load-chunk",
+        type=int,
+        default=DEFAULT_LOAD_CHUNK,
+        help="memories per retain_bulk call, i.e. per commit (a stopped load resumes after the last)",
+    )
+    p.add_argument("--load-stages", action="store_true", help="log each load chunk's statement times")
+    p.add_argument(
+        "--load-until",
+        type=dt.datetime.fromisoformat,
+        default=None,
+        help="start no load chunk after this time (ISO, e.g. 2026-12-01T17:00+00:00); a bank left "
+        "partly loaded is measured at the size it reached (and resumed by a later run)",
+    )
     p.add_argument("--reload", action="store_true", help="reload banks even if complete")
     p.add_argument("--no-pgvectorstore", action="store_true")
     p.add_argument("--dsn", default=None, help="Postgres DSN (default: embedded server)")
@@ -607,7 +699,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"== {n:,} memories", flush=True)
             corpus = make_corpus(n)
             bank = f"bench-latency-v{CORPUS_VERSION}-{n}"
-            load = ensure_bank(engine, corpus, bank, batch=args.batch, reload=args.reload)
+            load = ensure_bank(
+                engine,
+                corpus,
+                bank,
+                batch=args.batch,
+                chunk=args.load_chunk,
+                reload=args.reload,
+                stages=args.load_stages,
+                deadline=None if args.load_until is None else args.load_until.timestamp(),
+            )
+            if load["memories"] < n:  # a deadline stopped the load: measure what is there
+                corpus = corpus_head(corpus, load["memories"])
+                print(f"  measuring {bank} at {len(corpus):,} of {n:,} memories", flush=True)
+            key = str(len(corpus))
             stats = engine.stats(bank)
             size: dict[str, Any] = {
                 "bank": bank,
@@ -621,7 +726,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             }
             print(f"  bank {bank}: {stats}", flush=True)
             if args.load_only:
-                report["sizes"][str(n)] = size
+                report["sizes"][key] = size
                 continue
             # The generated corpus (100k items with vector lists) is only needed to load the
             # bank and for PGVectorStore at 10k; held during the measurement, it made every
@@ -679,7 +784,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     size["pgvectorstore_error"] = repr(exc)
                     print(f"  PGVectorStore failed: {exc!r}", flush=True)
             size["ratios"] = ratios(size)
-            report["sizes"][str(n)] = size
+            report["sizes"][key] = size
         if args.load_only:
             return 0
         report["meta"]["server"] = server_info(engine.dsn)

@@ -164,6 +164,50 @@ def test_harness_on_tiny_corpus(engine: object, bank: str) -> None:
     assert RT.db_size(engine.dsn) > 0  # type: ignore[attr-defined]
 
 
+def test_load_stops_at_a_deadline_and_resumes_where_it_stopped(engine: object, bank: str) -> None:
+    corpus = C.make_corpus(50, encoder=_encoder, real_limit=30, use_cache=False)
+    lines: list[str] = []
+    # A deadline already past: no chunk starts, the bank stays empty.
+    stopped = R.ensure_bank(engine, corpus, bank, batch=10, chunk=20, deadline=0.0, log=lines.append)
+    assert stopped["memories"] == 0 and R.bank_count(engine, bank) == 0
+    # The first 20 (one chunk), then the whole corpus: the load appends the other 30.
+    assert (
+        R.ensure_bank(engine, C.make_corpus(20, encoder=_encoder, real_limit=30, use_cache=False), bank)[
+            "memories"
+        ]
+        == 20
+    )
+    resumed = R.ensure_bank(engine, corpus, bank, batch=10, chunk=20, stages=True, log=lines.append)
+    assert (resumed["resumed_at"], resumed["memories"]) == (20, 50)
+    assert any("resuming" in line for line in lines) and any(
+        "SQL INSERT INTO memory_units" in line for line in lines
+    )
+    import psycopg
+
+    with psycopg.connect(engine.dsn) as conn:  # type: ignore[attr-defined]
+        texts = [
+            r[0]
+            for r in conn.execute("SELECT text FROM memory_units WHERE bank_id = %s ORDER BY id", (bank,))
+        ]
+        # every memory's temporal links were written (20 per memory, as one load writes them)
+        temporal = conn.execute(
+            "SELECT count(*) FROM memory_links WHERE bank_id = %s AND link_type = 'temporal'", (bank,)
+        ).fetchone()
+    assert texts == [m.text for m in corpus.memories]
+    assert temporal is not None and temporal[0] > 0
+    head = R.corpus_head(corpus, 20)
+    assert len(head) == 20 and head.memories == corpus.memories[:20] and head.real == 20
+    assert np.array_equal(head.vectors, corpus.vectors[:20])
+
+
+def test_load_reloads_a_bank_that_is_not_a_prefix(engine: object, bank: str) -> None:
+    corpus = C.make_corpus(30, encoder=_encoder, real_limit=30, use_cache=False)
+    other = C.Corpus(memories=corpus.memories[10:20], vectors=corpus.vectors[10:20], real=10)
+    R.ensure_bank(engine, other, bank, log=lambda _: None)
+    load = R.ensure_bank(engine, corpus, bank, log=lambda _: None)
+    assert "resumed_at" not in load and R.bank_count(engine, bank) == 30
+
+
 def test_summary_table_puts_ours_beside_the_baseline(tmp_path: Path) -> None:
     import json
 
