@@ -13,14 +13,15 @@ import pytest
 
 from shared_core.config import EngineConfig
 from shared_core.models import Models
+from shared_core.recall.arms import ScoredRow
 from shared_core.recall.learned import LearnedScorer
 from shared_core.recall.options import RecallOptions
-from shared_core.recall.pipeline import ARMS, RecallContext, recall_plan
+from shared_core.recall.pipeline import ARMS, RecallContext, _analyse, recall_plan
 from shared_core.recall.rerank import Reranker
 from shared_core.recall.settings import RecallSettings
 from shared_core.retain.flow import RetainContext, retain_flow
 from shared_core.retain.small import SMALL_RETAIN_MAX_UNITS
-from shared_core.storage.plan import Concurrently, Query
+from shared_core.storage.plan import Collect, Compute, Concurrently, Launch, Query
 from shared_core.tokens import default_token_counter
 from shared_core.types import TimeWindow
 from tests.fakes import FakeScorer, FixedQueryEmbedder, run_recorded, statement_text
@@ -116,11 +117,20 @@ def test_recall_plan_fuses_the_recorded_arms_and_traces_every_stage() -> None:
     result, ops = run_recorded(
         recall_plan(_context(), "Where does Bob live?", RecallOptions(trace=True)), _answer(arms)
     )  # type: ignore[arg-type]
-    # keyword (weight 3) puts B first; the arms' first statements went out in one batch, the
-    # graph arm's (seeded by their hits) in a second
+    # keyword (weight 3) puts B first; the keyword statement went out before the query was
+    # embedded (it needs no vector), the other arms' first statements in one batch after it,
+    # collected with it, and the graph arm's (seeded by their hits) in a second batch
     assert [m.id for m in result.memories] == [B, A, C]
+    (launch,) = (op for op in ops if isinstance(op, Launch))
+    (embedding,) = (i for i, op in enumerate(ops) if isinstance(op, Compute) and op.fn is _analyse)
+    assert ops.index(launch) < embedding
+    assert [q.row_type for q in launch.queries] == [ScoredRow]
+    assert "u.search_vector @@ kq.q" in statement_text(launch.queries[0])
     first, second = (op for op in ops if isinstance(op, Concurrently))
-    assert len(first.queries) == 2  # no window: no temporal statement
+    assert len(first.queries) == 1  # the semantic statement; no window: no temporal statement
+    assert "<=>" in statement_text(first.queries[0])
+    (collect,) = (op for op in ops if isinstance(op, Collect))
+    assert embedding < ops.index(first) < ops.index(collect) < ops.index(second)
     assert len(second.queries) == 1
     trace = result.trace
     assert trace is not None and trace.time_window_source == "none"
