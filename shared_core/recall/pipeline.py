@@ -219,58 +219,67 @@ def _search(
     notes: list[str],
 ) -> Plan[dict[ArmName, list[ArmHit]]]:
     """The arms in two rounds, after each running arm's ``prepare`` (if it has one): first
-    those that need no other arm's hits (stage ``arms``),
-    then those that start from them (stage ``seeded_arms``: the graph arm, seeded by the
-    semantic and keyword hits). An arm needed but not wanted (in ``running``) runs without
-    being reported.
+    those that need no other arm's hits (stage ``arms``), then those that start from them (the
+    graph arm, seeded by the semantic and keyword hits). An arm needed but not wanted (in
+    ``running``) runs without being reported.
 
-    Within a round each arm's first statement runs at once on its own connection, then each
-    arm's rest. Semantic and keyword run as two statements, so the two cores share them (one
-    UNION ALL ran them back to back in one backend: +8 ms p50 at 100k, measured). The ``early``
-    arms' statements (keyword) were launched before the query was embedded: the first round
-    collects them with its own, and the ``arms`` stage counts only what is left of their
-    running by then (the rest overlapped ``query_embedding``).
+    The first round's statements run at once, each on its own connection (semantic and keyword
+    as two statements, so the two cores share them: one UNION ALL ran them back to back in one
+    backend, +8 ms p50 at 100k, measured); the ``early`` ones (keyword) were launched before
+    the query was embedded and are collected with the round, so the ``arms`` stage counts only
+    what is left of them by then (the rest overlapped ``query_embedding``). Then the arms that
+    seed the second round finish, its statements are launched, and the other first-round arms
+    finish meanwhile (the temporal spread's hops, stage ``temporal_spread``, on the plan's
+    connection); stage ``seeded_arms`` is what is left of the second round after that.
     """
     for name, arm in ARMS.items():
         if name in running and arm.prepare is not None:
             aq = yield from arm.prepare(aq, watch)
+    first = [name for name, arm in ARMS.items() if name in running and not arm.needs]
+    seeded = [name for name, arm in ARMS.items() if name in running and arm.needs]
+    rows = yield from _first_round(aq, first, early, watch)
     results: dict[ArmName, ArmResult] = {}
-    for stage, seeded in (("arms", False), ("seeded_arms", True)):
-        names = [name for name, arm in ARMS.items() if name in running and bool(arm.needs) == seeded]
-        prior = {name: result.hits for name, result in results.items()}
-        results |= yield from _round(
-            dataclasses.replace(aq, prior=prior), names, stage, watch, early if not seeded else ((), None)
-        )
+    seeds = frozenset[ArmName]().union(*(ARMS[name].needs for name in seeded))
+    for name in first:
+        if name in seeds and name in rows:
+            results[name] = yield from ARMS[name].finish(aq, rows[name], watch)
+    seeded_aq = dataclasses.replace(aq, prior={name: result.hits for name, result in results.items()})
+    second = {name: query for name in seeded if (query := ARMS[name].start(seeded_aq)) is not None}
+    launched = (yield Launch(tuple(second.values()))) if second else None
+    for name in first:
+        if name not in seeds and name in rows:
+            results[name] = yield from ARMS[name].finish(aq, rows[name], watch)
+    if launched is not None:
+        with watch.stage("seeded_arms"):
+            second_rows = yield Collect(launched)
+        for name, result in zip(second, second_rows, strict=True):
+            results[name] = yield from ARMS[name].finish(seeded_aq, result, watch)
     for name in ARMS:
         if name in wanted and name in results:
             notes.extend(results[name].notes)
     return {a: results[a].hits if a in wanted and a in results else [] for a in ARM_NAMES}
 
 
-def _round(
-    aq: ArmQuery, names: Sequence[ArmName], stage: str, watch: Stopwatch, early: _Early
-) -> Plan[dict[ArmName, ArmResult]]:
-    """One round of arms: their first statements at once (those launched ``early`` already
-    running), then each arm's rest, in ``names``' order."""
+def _first_round(
+    aq: ArmQuery, names: Sequence[ArmName], early: _Early, watch: Stopwatch
+) -> Plan[dict[ArmName, Any]]:
+    """The rows (or errors) of the first statements of the arms ``names``: those not launched
+    ``early`` at once, then the early ones collected."""
     launched_names, launched = early
     started = {
         name: query
         for name in names
         if name not in launched_names and (query := ARMS[name].start(aq)) is not None
     }
-    if not started and launched is None:
-        return {}
     rows: dict[ArmName, Any] = {}
-    with watch.stage(stage):
+    if not started and launched is None:
+        return rows
+    with watch.stage("arms"):
         if started:
             rows |= zip(started, (yield Concurrently(tuple(started.values()))), strict=True)
         if launched is not None:
             rows |= zip(launched_names, (yield Collect(launched)), strict=True)
-    results: dict[ArmName, ArmResult] = {}
-    for name in names:
-        if name in rows:
-            results[name] = yield from ARMS[name].finish(aq, rows[name], watch)
-    return results
+    return rows
 
 
 def _rank(
