@@ -312,6 +312,36 @@ def test_the_graph_statement_runs_while_the_temporal_arm_spreads() -> None:
     assert {"temporal_spread", "seeded_arms"} <= set(result.trace.timings_ms)
 
 
+def test_what_the_graph_arm_adds_is_hydrated_after_it_the_rest_while_it_runs() -> None:
+    """The first round's fused cut is hydrated while the graph statement runs; the graph's hit
+    that enters the final cut is read after it, and the memory it pushed out of the cut (B) is
+    not returned: the result is the final cut's."""
+    arms = {
+        "semantic": [{"id": A, "score": 0.9}, {"id": B, "score": 0.8}],
+        "graph": [{"id": C, "score": 0.8}],
+    }
+    weights = {"semantic": 1.0, "keyword": 3.0, "graph": 1.0, "temporal": 0.5}
+    result, ops = run_recorded(
+        recall_plan(
+            _context(rerank_max_candidates=2, arm_weights=weights), "chess?", RecallOptions(trace=True)
+        ),
+        _answer(arms),
+    )  # type: ignore[arg-type]
+    (graph,) = _graph_queries(ops)
+    launch = next(i for i, op in enumerate(ops) if isinstance(op, Launch) and graph in op.queries)
+    collect = next(i for i, op in enumerate(ops) if isinstance(op, Collect) and i > launch)
+    reads = [
+        (i, sorted(op.params["ids"]))  # type: ignore[index]
+        for i, op in enumerate(ops)
+        if isinstance(op, Query) and "u.id = ANY" in (text := statement_text(op)) and "u.metadata" not in text
+    ]
+    assert reads[0][1] == [A, B] and launch < reads[0][0] < collect
+    assert reads[1][1] == [C] and reads[1][0] > collect
+    assert result.trace is not None
+    assert [i for i, _ in result.trace.fusion] == [A, C]
+    assert sorted(m.id for m in result.memories) == [A, C]
+
+
 def test_retain_flow_writes_everything_in_one_plan() -> None:
     models = Models(embedder=FixedQueryEmbedder(), token_counter=default_token_counter())
     config = EngineConfig(extract_dates=False, extract_entities=False)
@@ -444,8 +474,13 @@ def test_details_are_read_for_the_returned_memories_only() -> None:
             recall_plan(_context(), "Where does Bob live?", RecallOptions(max_tokens=6, trace=True)),
             _answer(arms),
         )  # type: ignore[arg-type]
-        hydrations = [op for op in ops if isinstance(op, Query) and "u.id = ANY" in statement_text(op)]
-        assert [sorted(op.params["ids"]) for op in hydrations] == [[A, B, C], [B]]  # type: ignore[index]
+        reads = [op for op in ops if isinstance(op, Query) and "u.id = ANY" in statement_text(op)]
+        hydrations = [sorted(op.params["ids"]) for op in reads if "u.metadata" not in statement_text(op)]  # type: ignore[index]
+        details = [sorted(op.params["ids"]) for op in reads if "u.metadata" in statement_text(op)]  # type: ignore[index]
+        # Every fused candidate hydrated once (the first round's while the graph statement ran,
+        # then the graph's own hit), the details of the returned memory only.
+        assert hydrations == [[A, B], [C]]
+        assert details == [[B]]
         (bob,) = result.memories
         assert (bob.id, bob.entities, bob.document_id, bob.piece, bob.pieces) == (
             B,
