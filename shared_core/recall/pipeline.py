@@ -115,6 +115,7 @@ def recall_plan(ctx: RecallContext, query: str, opts: RecallOptions) -> Plan[Rec
             )
 
     hydrated: Mapping[str, MemoryRow] = {}
+    early_cut: list[FusedCandidate] | None = None
     if searching.launched is not None and all(w >= 0 for w in arm_weights.values()):
         # While the second round's statement (the graph arm's) runs, the fused cut of the first
         # round's hits is hydrated. Adding an arm's hits (weight >= 0) only raises the RRF of the
@@ -126,7 +127,9 @@ def recall_plan(ctx: RecallContext, query: str, opts: RecallOptions) -> Plan[Rec
             with watch.stage("hydrate"):
                 _, hydrated = yield from hydrate_plan(opts.bank, early_cut, vector)
     arms = _reported((yield from _seeded(searching, watch)), opts.arm_names, notes)
-    cut = fuse(arms)
+    # The second round found nothing (the graph arm, most often at 100k): the same hits fuse
+    # to the same cut.
+    cut = early_cut if early_cut is not None and not any(arms[a] for a in searching.second) else fuse(arms)
     memories: list[RecalledMemory] = []
     ranked: list[MemoryRow] = []
     chunks: dict[str, str] = {}

@@ -342,6 +342,25 @@ def test_what_the_graph_arm_adds_is_hydrated_after_it_the_rest_while_it_runs() -
     assert sorted(m.id for m in result.memories) == [A, C]
 
 
+def test_a_graph_arm_that_finds_nothing_leaves_the_first_rounds_cut_as_it_was() -> None:
+    arms = {
+        "semantic": [{"id": A, "score": 0.9}, {"id": B, "score": 0.8}],
+        "keyword": [{"id": B, "score": 3.0}],
+        "graph": [],
+    }
+    result, ops = run_recorded(recall_plan(_context(), "chess?", RecallOptions(trace=True)), _answer(arms))  # type: ignore[arg-type]
+    assert _graph_queries(ops)  # the statement ran, and found nothing
+    reads = [
+        sorted(op.params["ids"])  # type: ignore[index]
+        for op in ops
+        if isinstance(op, Query) and "u.id = ANY" in (text := statement_text(op)) and "u.metadata" not in text
+    ]
+    assert reads == [[A, B]]  # hydrated once, while the graph statement ran
+    assert result.trace is not None
+    assert [i for i, _ in result.trace.fusion] == [B, A]
+    assert [m.id for m in result.memories] == [B, A]
+
+
 def test_retain_flow_writes_everything_in_one_plan() -> None:
     models = Models(embedder=FixedQueryEmbedder(), token_counter=default_token_counter())
     config = EngineConfig(extract_dates=False, extract_entities=False)
