@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from shared_core.protocols import TokenCounter
-from shared_core.recall.arms import Arm, ArmQuery, ArmResult
+from shared_core.recall.arms import Arm, ArmQuery, ArmResult, rows_or_raise
 from shared_core.recall.arms.graph import GRAPH, neighbour_plan
 from shared_core.recall.arms.keyword import KEYWORD, keyword_terms
 from shared_core.recall.arms.semantic import SEMANTIC
@@ -33,6 +33,7 @@ from shared_core.recall.hydrate import (
     details_plan,
     fill_plan,
     hydrate_plan,
+    hydrate_query,
 )
 from shared_core.recall.learned import CandidateSignals, LearnedScorer, QuerySignals
 from shared_core.recall.options import RecallOptions
@@ -116,17 +117,24 @@ def recall_plan(ctx: RecallContext, query: str, opts: RecallOptions) -> Plan[Rec
 
     hydrated: Mapping[str, MemoryRow] = {}
     early_cut: list[FusedCandidate] | None = None
+    hydrating: Launched | None = None
     if searching.launched is not None and all(w >= 0 for w in arm_weights.values()):
         # While the second round's statement (the graph arm's) runs, the fused cut of the first
         # round's hits is hydrated. Adding an arm's hits (weight >= 0) only raises the RRF of the
         # memories it found, so a memory it did not find ranks no better in the final cut than
         # in this one: the final cut is within this one plus the second round's hits, of which
-        # only those not hydrated yet are read after it (none, most often).
+        # only those not hydrated yet are read after it (none, most often). Launched on a
+        # connection of its own, like the graph statement: a plan that held one while waiting
+        # for its graph statement could, with as many clients as the pool has connections,
+        # leave that statement none (until the pool's timeout).
         early_cut = fuse({a: r.hits for a, r in searching.results.items()})
         if early_cut:
-            with watch.stage("hydrate"):
-                _, hydrated = yield from hydrate_plan(opts.bank, early_cut, vector)
+            hydrating = yield Launch((hydrate_query(opts.bank, [c.id for c in early_cut], vector),))
     arms = _reported((yield from _seeded(searching, watch)), opts.arm_names, notes)
+    if hydrating is not None:
+        with watch.stage("hydrate"):
+            (early_rows,) = yield Collect(hydrating)
+        hydrated = {r.id: r for r in rows_or_raise(early_rows)}
     # The second round found nothing (the graph arm, most often at 100k): the same hits fuse
     # to the same cut.
     cut = early_cut if early_cut is not None and not any(arms[a] for a in searching.second) else fuse(arms)

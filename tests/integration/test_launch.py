@@ -189,3 +189,30 @@ async def test_a_failed_keyword_statement_raises_the_same_typed_error_launched_o
         await engine.arecall("Where does Alice work?", bank=small_bank, reranker="none")
     # The semantic statement of the same recall was not left running; the pool is whole.
     _idle(engine, "1/0 AS id")
+
+
+def test_more_concurrent_recalls_than_pooled_connections_all_finish(
+    engine: MemoryEngine, small_bank: str
+) -> None:
+    """A recall waiting for its launched statements holds no pooled connection of its own
+    meanwhile (the hydration runs on one of its own too): six threads on a pool of two all
+    finish, with the results one recall alone gives (a plan holding a connection while its
+    graph statement waited for one stalled until the pool's timeout)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from shared_core.config import EngineConfig
+
+    alone = [m.id for m in engine.recall("Where does Alice work?", bank=small_bank, reranker="none").memories]
+    with MemoryEngine(engine.dsn, config=EngineConfig(pool_max_size=2, connect_timeout=60.0)) as narrow:
+        # The first recall of a bank checks its embedder in the plan's transaction, held to the
+        # end: concurrent first recalls would starve the pool that way (not the launches).
+        narrow.recall("warm-up", bank=small_bank, reranker="none")
+
+        def ask(_: int) -> list[str]:
+            result = narrow.recall("Where does Alice work?", bank=small_bank, reranker="none", trace=True)
+            assert result.trace is not None and "seeded_arms" in result.trace.timings_ms  # the graph ran
+            return [m.id for m in result.memories]
+
+        with ThreadPoolExecutor(max_workers=6) as pool:
+            answers = list(pool.map(ask, range(18)))
+    assert answers == [alone] * 18
