@@ -31,7 +31,6 @@ __all__ = [
     "details_plan",
     "fill_plan",
     "hydrate_plan",
-    "hydrate_query",
 ]
 
 # What ranking reads, for every fused candidate (up to ``rerank_max_candidates``): the
@@ -110,18 +109,15 @@ class ChunkRow:
     text: str
 
 
-def hydrate_query(bank: str, ids: Sequence[str], vector: npt.NDArray[np.float32]) -> Query:
-    """The :data:`HYDRATE` statement of the memories ``ids`` (rows: :class:`MemoryRow`)."""
-    return Query(HYDRATE, {"bank": bank, "ids": list(ids), "qvec": vector}, row_type=MemoryRow)
-
-
 def hydrate_plan(
     bank: str, candidates: Sequence[FusedCandidate], vector: npt.NDArray[np.float32]
 ) -> Plan[tuple[list[FusedCandidate], dict[str, MemoryRow]]]:
     """The candidates still stored (a concurrent delete may have taken some), with their rows
     and their cosine similarity with the query ``vector`` (every candidate's, not only the
     semantic arm's hits: the learned reranker and the adapters' scores read it)."""
-    rows: list[MemoryRow] = yield hydrate_query(bank, [c.id for c in candidates], vector)
+    rows: list[MemoryRow] = yield Query(
+        HYDRATE, {"bank": bank, "ids": [c.id for c in candidates], "qvec": vector}, row_type=MemoryRow
+    )
     by_id = {r.id: r for r in rows}
     return [c for c in candidates if c.id in by_id], by_id
 

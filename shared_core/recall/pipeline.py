@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from shared_core.protocols import TokenCounter
-from shared_core.recall.arms import Arm, ArmQuery, ArmResult, rows_or_raise
+from shared_core.recall.arms import Arm, ArmQuery, ArmResult
 from shared_core.recall.arms.graph import GRAPH, neighbour_plan
 from shared_core.recall.arms.keyword import KEYWORD, keyword_terms
 from shared_core.recall.arms.semantic import SEMANTIC
@@ -33,7 +33,6 @@ from shared_core.recall.hydrate import (
     details_plan,
     fill_plan,
     hydrate_plan,
-    hydrate_query,
 )
 from shared_core.recall.learned import CandidateSignals, LearnedScorer, QuerySignals
 from shared_core.recall.options import RecallOptions
@@ -102,42 +101,16 @@ def recall_plan(ctx: RecallContext, query: str, opts: RecallOptions) -> Plan[Rec
     launched = (yield Launch(tuple(early.values()))) if early else None
     vector, window = yield Compute(_analyse, (ctx, text, now, opts.window, watch))
     aq = dataclasses.replace(unembedded, vector=vector, window=window)
-    searching = yield from _search(aq, running, (tuple(early), launched), watch)
+    arms = yield from _search(aq, opts.arm_names, running, (tuple(early), launched), watch, notes)
     # Loads the cross-encoder on first use; its kind picks the arm weights and boosts.
     arm_weights, _ = settings.profile(ctx.reranker.kind)
-
-    def fuse(found: Mapping[ArmName, Sequence[ArmHit]]) -> list[FusedCandidate]:
-        with watch.stage("fusion"):
-            return reciprocal_rank_fusion(
-                {a: found[a] for a in ARM_NAMES if a in opts.arm_names and found.get(a)},
-                k=settings.rrf_k,
-                weights=arm_weights,
-                limit=settings.rerank_max_candidates,
-            )
-
-    hydrated: Mapping[str, MemoryRow] = {}
-    early_cut: list[FusedCandidate] | None = None
-    hydrating: Launched | None = None
-    if searching.launched is not None and all(w >= 0 for w in arm_weights.values()):
-        # While the second round's statement (the graph arm's) runs, the fused cut of the first
-        # round's hits is hydrated. Adding an arm's hits (weight >= 0) only raises the RRF of the
-        # memories it found, so a memory it did not find ranks no better in the final cut than
-        # in this one: the final cut is within this one plus the second round's hits, of which
-        # only those not hydrated yet are read after it (none, most often). Launched on a
-        # connection of its own, like the graph statement: a plan that held one while waiting
-        # for its graph statement could, with as many clients as the pool has connections,
-        # leave that statement none (until the pool's timeout).
-        early_cut = fuse({a: r.hits for a, r in searching.results.items()})
-        if early_cut:
-            hydrating = yield Launch((hydrate_query(opts.bank, [c.id for c in early_cut], vector),))
-    arms = _reported((yield from _seeded(searching, watch)), opts.arm_names, notes)
-    if hydrating is not None:
-        with watch.stage("hydrate"):
-            (early_rows,) = yield Collect(hydrating)
-        hydrated = {r.id: r for r in rows_or_raise(early_rows)}
-    # The second round found nothing (the graph arm, most often at 100k): the same hits fuse
-    # to the same cut.
-    cut = early_cut if early_cut is not None and not any(arms[a] for a in searching.second) else fuse(arms)
+    with watch.stage("fusion"):
+        cut = reciprocal_rank_fusion(
+            {a: hits for a, hits in arms.items() if hits},
+            k=settings.rrf_k,
+            weights=arm_weights,
+            limit=settings.rerank_max_candidates,
+        )
     memories: list[RecalledMemory] = []
     ranked: list[MemoryRow] = []
     chunks: dict[str, str] = {}
@@ -146,7 +119,7 @@ def recall_plan(ctx: RecallContext, query: str, opts: RecallOptions) -> Plan[Rec
     rows: Mapping[str, MemoryRow] = {}
     if cut:
         with watch.stage("hydrate"):
-            cut, rows = yield from _hydrate(opts.bank, cut, vector, hydrated)
+            cut, rows = yield from hydrate_plan(opts.bank, cut, vector)
         memories, ranked, rerank_trace = yield from _rank(ctx, text, opts, cut, rows, n, now, window, watch)
     extra_rows: list[MemoryRow] = []
     if opts.k is not None and len(memories) < opts.k:
@@ -237,21 +210,18 @@ _Early: TypeAlias = tuple[tuple[ArmName, ...], Launched | None]
 """The arms whose first statements were launched before the embedding, and their handle."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _Searching:
-    """The arms between their rounds: the first round's results, and the second round's
-    statements (``second``, started from ``seeded``) launched, if any."""
-
-    results: Mapping[ArmName, ArmResult]
-    seeded: ArmQuery
-    second: tuple[ArmName, ...]
-    launched: Launched | None
-
-
-def _search(aq: ArmQuery, running: frozenset[ArmName], early: _Early, watch: Stopwatch) -> Plan[_Searching]:
+def _search(
+    aq: ArmQuery,
+    wanted: frozenset[ArmName],
+    running: frozenset[ArmName],
+    early: _Early,
+    watch: Stopwatch,
+    notes: list[str],
+) -> Plan[dict[ArmName, list[ArmHit]]]:
     """The arms in two rounds, after each running arm's ``prepare`` (if it has one): first
     those that need no other arm's hits (stage ``arms``), then those that start from them (the
-    graph arm, seeded by the semantic and keyword hits); :func:`_seeded` collects the second.
+    graph arm, seeded by the semantic and keyword hits). An arm needed but not wanted (in
+    ``running``) runs without being reported.
 
     The first round's statements run at once, each on its own connection (semantic and keyword
     as two statements, so the two cores share them: one UNION ALL ran them back to back in one
@@ -260,7 +230,7 @@ def _search(aq: ArmQuery, running: frozenset[ArmName], early: _Early, watch: Sto
     what is left of them by then (the rest overlapped ``query_embedding``). Then the arms that
     seed the second round finish, its statements are launched, and the other first-round arms
     finish meanwhile (the temporal spread's hops, stage ``temporal_spread``, on the plan's
-    connection); the plan goes on while they run (see :func:`recall_plan`).
+    connection); stage ``seeded_arms`` is what is left of the second round after that.
     """
     for name, arm in ARMS.items():
         if name in running and arm.prepare is not None:
@@ -279,46 +249,15 @@ def _search(aq: ArmQuery, running: frozenset[ArmName], early: _Early, watch: Sto
     for name in first:
         if name not in seeds and name in rows:
             results[name] = yield from ARMS[name].finish(aq, rows[name], watch)
-    return _Searching(results=results, seeded=seeded_aq, second=tuple(second), launched=launched)
-
-
-def _seeded(searching: _Searching, watch: Stopwatch) -> Plan[dict[ArmName, ArmResult]]:
-    """Every arm's result: the first round's, and the second round's collected (stage
-    ``seeded_arms``: what is left of its statements by then) and finished."""
-    results = dict(searching.results)
-    if searching.launched is None:
-        return results
-    with watch.stage("seeded_arms"):
-        rows = yield Collect(searching.launched)
-    for name, result in zip(searching.second, rows, strict=True):
-        results[name] = yield from ARMS[name].finish(searching.seeded, result, watch)
-    return results
-
-
-def _reported(
-    results: Mapping[ArmName, ArmResult], wanted: frozenset[ArmName], notes: list[str]
-) -> dict[ArmName, list[ArmHit]]:
-    """The hits of the arms asked for (an arm run only for another's sake reports none), their
-    notes added to ``notes``."""
+    if launched is not None:
+        with watch.stage("seeded_arms"):
+            second_rows = yield Collect(launched)
+        for name, result in zip(second, second_rows, strict=True):
+            results[name] = yield from ARMS[name].finish(seeded_aq, result, watch)
     for name in ARMS:
         if name in wanted and name in results:
             notes.extend(results[name].notes)
     return {a: results[a].hits if a in wanted and a in results else [] for a in ARM_NAMES}
-
-
-def _hydrate(
-    bank: str,
-    cut: Sequence[FusedCandidate],
-    vector: npt.NDArray[np.float32],
-    hydrated: Mapping[str, MemoryRow],
-) -> Plan[tuple[list[FusedCandidate], dict[str, MemoryRow]]]:
-    """:func:`hydrate_plan` of ``cut``, reading only the candidates not in ``hydrated`` yet."""
-    missing = [c for c in cut if c.id not in hydrated]
-    found: Mapping[str, MemoryRow] = {}
-    if missing:
-        _, found = yield from hydrate_plan(bank, missing, vector)
-    rows = {c.id: row for c in cut if (row := hydrated.get(c.id) or found.get(c.id)) is not None}
-    return [c for c in cut if c.id in rows], rows
 
 
 def _first_round(

@@ -28,8 +28,7 @@ class Stopwatch:
 
     @contextmanager
     def stage(self, name: str, *, within: str | None = None) -> Iterator[None]:
-        """Time the block as ``name`` (a plan may ``yield`` inside it: I/O counts too), added
-        to the stage's time so far.
+        """Time the block as ``name`` (a plan may ``yield`` inside it: I/O counts too).
 
         A stage run inside another one names it as ``within``: its time is taken out of that
         stage's, so the stages never count a millisecond twice (the graph's second round, a
@@ -47,8 +46,7 @@ class Stopwatch:
             yield
         finally:
             ms = (time.perf_counter() - started) * 1e3
-            # A stage run twice (recall hydrates in two steps) counts both.
-            self.timings[name] = self.timings.get(name, 0.0) + ms - self._nested.pop(name, 0.0)
+            self.timings[name] = ms - self._nested.pop(name, 0.0)
             if within is not None:
                 self._nested[within] = self._nested.get(within, 0.0) + ms
 

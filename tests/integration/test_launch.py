@@ -194,11 +194,11 @@ async def test_a_failed_keyword_statement_raises_the_same_typed_error_launched_o
 def test_more_concurrent_recalls_than_pooled_connections_all_finish(
     engine: MemoryEngine, small_bank: str
 ) -> None:
-    """A recall waiting for its launched statements holds no pooled connection of its own
-    meanwhile (the hydration and a bank's embedder check run on their own too): six threads on
-    a pool of two all finish, none waiting out the pool's timeout, with the results one recall
-    alone gives (a plan holding a connection while its graph statement waited for one stalled
-    until the pool's timeout)."""
+    """An undated recall waiting for its launched statements holds no pooled connection of its
+    own meanwhile (a bank's embedder check runs on one of its own too): six threads on a pool of
+    two all finish, none waiting out the pool's timeout, with the results one recall alone
+    gives (a plan holding a connection while its graph statement waited for one stalled until
+    the pool's timeout)."""
     from concurrent.futures import ThreadPoolExecutor
 
     from shared_core.config import EngineConfig

@@ -121,7 +121,7 @@ def test_recall_plan_fuses_the_recorded_arms_and_traces_every_stage() -> None:
     # embedded (it needs no vector), the other arms' first statements in one batch after it,
     # collected with it, and the graph arm's (seeded by their hits) in a second batch
     assert [m.id for m in result.memories] == [B, A, C]
-    keyword, graph, hydration = (op for op in ops if isinstance(op, Launch))
+    keyword, graph = (op for op in ops if isinstance(op, Launch))
     (embedding,) = (i for i, op in enumerate(ops) if isinstance(op, Compute) and op.fn is _analyse)
     assert ops.index(keyword) < embedding
     assert [q.row_type for q in keyword.queries] == [ScoredRow]
@@ -129,12 +129,10 @@ def test_recall_plan_fuses_the_recorded_arms_and_traces_every_stage() -> None:
     (first,) = (op for op in ops if isinstance(op, Concurrently))
     assert len(first.queries) == 1  # the semantic statement; no window: no temporal statement
     assert "<=>" in statement_text(first.queries[0])
-    first_collect, second_collect, third_collect = (op for op in ops if isinstance(op, Collect))
+    first_collect, second_collect = (op for op in ops if isinstance(op, Collect))
     assert embedding < ops.index(first) < ops.index(first_collect) < ops.index(graph)
-    # the first round's cut hydrated while the graph statement runs
-    assert ops.index(graph) < ops.index(hydration) < ops.index(second_collect) < ops.index(third_collect)
+    assert ops.index(graph) < ops.index(second_collect)
     assert len(graph.queries) == 1
-    assert "u.id = ANY" in statement_text(hydration.queries[0])
     trace = result.trace
     assert trace is not None and trace.time_window_source == "none"
     assert [i for i, _ in trace.arms["semantic"]] == [A, B]
@@ -167,16 +165,6 @@ def test_graph_timeout_falls_back_to_links_and_says_so() -> None:
     assert [i for i, _ in result.trace.arms["graph"]] == [C]
     assert any("graph arm timed out" in n for n in result.trace.notes)
     assert "graph_fallback" in result.trace.timings_ms
-
-
-def _hydrations(ops: list[Any]) -> list[tuple[int, list[str]]]:
-    """``(operation index, sorted ids)`` of every HYDRATE statement, run or launched."""
-    return [
-        (i, sorted(q.params["ids"]))  # type: ignore[index]
-        for i, op in enumerate(ops)
-        for q in (op.queries if isinstance(op, Launch) else (op,) if isinstance(op, Query) else ())
-        if "u.id = ANY" in (text := statement_text(q)) and "u.metadata" not in text
-    ]
 
 
 def _graph_queries(ops: list[Any]) -> list[Query]:
@@ -324,49 +312,6 @@ def test_the_graph_statement_runs_while_the_temporal_arm_spreads() -> None:
     assert {"temporal_spread", "seeded_arms"} <= set(result.trace.timings_ms)
 
 
-def test_what_the_graph_arm_adds_is_hydrated_after_it_the_rest_while_it_runs() -> None:
-    """The first round's fused cut is hydrated while the graph statement runs; the graph's hit
-    that enters the final cut is read after it, and the memory it pushed out of the cut (B) is
-    not returned: the result is the final cut's."""
-    arms = {
-        "semantic": [{"id": A, "score": 0.9}, {"id": B, "score": 0.8}],
-        "graph": [{"id": C, "score": 0.8}],
-    }
-    weights = {"semantic": 1.0, "keyword": 3.0, "graph": 1.0, "temporal": 0.5}
-    result, ops = run_recorded(
-        recall_plan(
-            _context(rerank_max_candidates=2, arm_weights=weights), "chess?", RecallOptions(trace=True)
-        ),
-        _answer(arms),
-    )  # type: ignore[arg-type]
-    (graph,) = _graph_queries(ops)
-    launch = next(i for i, op in enumerate(ops) if isinstance(op, Launch) and graph in op.queries)
-    collect = next(i for i, op in enumerate(ops) if isinstance(op, Collect) and i > launch)
-    reads = _hydrations(ops)
-    # launched after the graph statement, collected after it; C read after both
-    assert reads[0][1] == [A, B] and launch < reads[0][0] < collect
-    assert ops.index(next(op for op in ops[collect + 1 :] if isinstance(op, Collect))) > collect
-    assert reads[1][1] == [C] and reads[1][0] > collect
-    assert all(isinstance(ops[i], Launch) for i, _ in reads[:1]) and isinstance(ops[reads[1][0]], Query)
-    assert result.trace is not None
-    assert [i for i, _ in result.trace.fusion] == [A, C]
-    assert sorted(m.id for m in result.memories) == [A, C]
-
-
-def test_a_graph_arm_that_finds_nothing_leaves_the_first_rounds_cut_as_it_was() -> None:
-    arms = {
-        "semantic": [{"id": A, "score": 0.9}, {"id": B, "score": 0.8}],
-        "keyword": [{"id": B, "score": 3.0}],
-        "graph": [],
-    }
-    result, ops = run_recorded(recall_plan(_context(), "chess?", RecallOptions(trace=True)), _answer(arms))  # type: ignore[arg-type]
-    assert _graph_queries(ops)  # the statement ran, and found nothing
-    assert [ids for _, ids in _hydrations(ops)] == [[A, B]]  # hydrated once, while the graph statement ran
-    assert result.trace is not None
-    assert [i for i, _ in result.trace.fusion] == [B, A]
-    assert [m.id for m in result.memories] == [B, A]
-
-
 def test_retain_flow_writes_everything_in_one_plan() -> None:
     models = Models(embedder=FixedQueryEmbedder(), token_counter=default_token_counter())
     config = EngineConfig(extract_dates=False, extract_entities=False)
@@ -499,15 +444,8 @@ def test_details_are_read_for_the_returned_memories_only() -> None:
             recall_plan(_context(), "Where does Bob live?", RecallOptions(max_tokens=6, trace=True)),
             _answer(arms),
         )  # type: ignore[arg-type]
-        details = [
-            sorted(op.params["ids"])  # type: ignore[index]
-            for op in ops
-            if isinstance(op, Query) and "u.metadata" in statement_text(op)
-        ]
-        # Every fused candidate hydrated once (the first round's while the graph statement ran,
-        # then the graph's own hit), the details of the returned memory only.
-        assert [ids for _, ids in _hydrations(ops)] == [[A, B], [C]]
-        assert details == [[B]]
+        hydrations = [op for op in ops if isinstance(op, Query) and "u.id = ANY" in statement_text(op)]
+        assert [sorted(op.params["ids"]) for op in hydrations] == [[A, B, C], [B]]  # type: ignore[index]
         (bob,) = result.memories
         assert (bob.id, bob.entities, bob.document_id, bob.piece, bob.pieces) == (
             B,
