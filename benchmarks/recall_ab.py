@@ -113,8 +113,11 @@ def main() -> int:
         help="the recall's reranker (default none: the headline leaves the rerank stage out; "
         "'learned' also runs the graph's second round, stage graph_neighbours)",
     )
+    p.add_argument("--k", type=int, default=None, help="return the k best (default: the token budget's)")
     args = p.parse_args()
     options: dict[str, Any] = {"reranker": args.reranker}
+    if args.k is not None:
+        options["k"] = args.k
     if args.filter is not None:
         options["filter"] = args.filter
     if args.tags is not None:

@@ -45,7 +45,7 @@ from shared_core.server import acquire_embedded, normalise_dsn, release_embedded
 from shared_core.storage import documents, queries
 from shared_core.storage.dimensions import ensure_dimension
 from shared_core.storage.documents import StoredDocument
-from shared_core.storage.plan import Plan
+from shared_core.storage.plan import Concurrently, Plan
 from shared_core.storage.pools import Pools
 from shared_core.storage.stream import MemoryStream
 from shared_core.types import BankInfo, BankStats, MemoryRecord, RecallResult, check_bank
@@ -454,7 +454,14 @@ class MemoryEngine:
         # A bank written by another model (or dimension) raises, naming both, instead of
         # ranking by noise (or finding nothing); checked once per bank and engine.
         if opts.bank not in self._checked_banks:
-            row = yield from queries.bank_embedder_plan(opts.bank)
+            # On a pooled connection of its own (autocommit), not the plan's: the plan's would
+            # stay held, in a transaction, through the whole recall, and concurrent first
+            # recalls of a bank then held a small pool's every connection while their arms'
+            # statements waited for one (60 s, the pool's timeout, in tests/integration/
+            # test_launch.py with a pool of 2 under 6 threads).
+            (row,) = yield Concurrently((queries.bank_embedder_query(opts.bank),))
+            if isinstance(row, BaseException):
+                raise row
             if row is not None:
                 row.check(opts.bank, self.embedder.model_name, self.embedder.dimension)
                 self._checked_banks.add(opts.bank)

@@ -14,7 +14,17 @@ import numpy as np
 import numpy.typing as npt
 import psycopg
 
-from shared_core.storage.plan import Compute, Concurrently, Copy, Operation, Plan, Query
+from shared_core.storage.plan import (
+    Collect,
+    Compute,
+    Concurrently,
+    Copy,
+    Launch,
+    Launched,
+    Operation,
+    Plan,
+    Query,
+)
 
 T = TypeVar("T")
 DIM = 384
@@ -102,6 +112,7 @@ def run_recorded(plan: Plan[T], answer: Answer) -> tuple[T, list[Operation]]:
     ``Compute`` runs inline; ``Copy`` returns its row count. Returns the plan's value and every
     operation it yielded, in order."""
     seen: list[Operation] = []
+    launched: dict[int, list[Any]] = {}
     value: Any = None
     error: BaseException | None = None
     while True:
@@ -116,17 +127,25 @@ def run_recorded(plan: Plan[T], answer: Answer) -> tuple[T, list[Operation]]:
         elif isinstance(op, Copy):
             value = len(op.rows)
         elif isinstance(op, Concurrently):
-            results = [answer(q) for q in op.queries]
-            value = [
-                r if isinstance(r, BaseException) else _shape(q, r)
-                for q, r in zip(op.queries, results, strict=True)
-            ]
+            value = _all(op.queries, answer)
+        elif isinstance(op, Launch):  # answered at once, handed over at its Collect
+            value = Launched(len(seen))  # the operation's index: unique
+            launched[value.key] = _all(op.queries, answer)
+        elif isinstance(op, Collect):
+            value = launched.pop(op.launched.key)
         else:
             result = answer(op)
             if isinstance(result, psycopg.errors.QueryCanceled):
                 error = result
             else:
                 value = _shape(op, result)
+
+
+def _all(queries: tuple[Query, ...], answer: Answer) -> list[Any]:
+    results = [answer(q) for q in queries]
+    return [
+        r if isinstance(r, BaseException) else _shape(q, r) for q, r in zip(queries, results, strict=True)
+    ]
 
 
 def _shape(query: Query, rows: Any) -> Any:

@@ -11,6 +11,7 @@ import dataclasses
 import datetime as _dt
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -39,7 +40,7 @@ from shared_core.recall.query import bound_query, check_types
 from shared_core.recall.rerank import Reranker, format_document, passthrough_scores
 from shared_core.recall.settings import RecallSettings
 from shared_core.recall.timing import Stopwatch
-from shared_core.storage.plan import Compute, Concurrently, Plan
+from shared_core.storage.plan import Collect, Compute, Concurrently, Launch, Launched, Plan
 from shared_core.types import (
     ARM_NAMES,
     ArmName,
@@ -75,23 +76,32 @@ def recall_plan(ctx: RecallContext, query: str, opts: RecallOptions) -> Plan[Rec
     notes = [f"query cut to {settings.max_query_tokens} tokens"] if truncated else []
     n = resolve_budget(opts.budget, opts.max_tokens)
     now = opts.timestamp or ctx.now()
-    vector, window = yield Compute(_analyse, (ctx, text, now, opts.window, watch))
     terms = keyword_terms(text)
-    aq = ArmQuery(
+    unembedded = ArmQuery(
         bank=opts.bank,
-        vector=vector,
+        vector=_NO_VECTOR,
         words=terms.words,
         bigrams=terms.bigrams,
         types=check_types(opts.types),
         tags=_tuple(opts.tags),
         tags_match=opts.tags_match,
         n=n,
-        window=window,
+        window=None,
         settings=settings,
         filter=compile_filter(opts.metadata_filter),
         asks_when=asks_when(text),
     )
-    arms = yield from _search(aq, opts.arm_names, watch, notes)
+    running = opts.arm_names.union(*(ARMS[name].needs for name in opts.arm_names))
+    # The vector-free arms' statements run while the query is embedded (see _search).
+    early = {
+        name: first
+        for name, arm in ARMS.items()
+        if name in running and arm.vector_free and (first := arm.start(unembedded)) is not None
+    }
+    launched = (yield Launch(tuple(early.values()))) if early else None
+    vector, window = yield Compute(_analyse, (ctx, text, now, opts.window, watch))
+    aq = dataclasses.replace(unembedded, vector=vector, window=window)
+    arms = yield from _search(aq, opts.arm_names, running, (tuple(early), launched), watch, notes)
     # Loads the cross-encoder on first use; its kind picks the arm weights and boosts.
     arm_weights, _ = settings.profile(ctx.reranker.kind)
     with watch.stage("fusion"):
@@ -192,46 +202,84 @@ def _analyse(
     return vector, window
 
 
+_NO_VECTOR: npt.NDArray[np.float32] = np.zeros(0, dtype=np.float32)
+"""The vector of the query the vector-free arms start from, before the embedding exists (their
+statements do not read ``%(qvec)s``; psycopg sends only the parameters a statement names)."""
+
+_Early: TypeAlias = tuple[tuple[ArmName, ...], Launched | None]
+"""The arms whose first statements were launched before the embedding, and their handle."""
+
+
 def _search(
-    aq: ArmQuery, wanted: frozenset[ArmName], watch: Stopwatch, notes: list[str]
+    aq: ArmQuery,
+    wanted: frozenset[ArmName],
+    running: frozenset[ArmName],
+    early: _Early,
+    watch: Stopwatch,
+    notes: list[str],
 ) -> Plan[dict[ArmName, list[ArmHit]]]:
     """The arms in two rounds, after each running arm's ``prepare`` (if it has one): first
-    those that need no other arm's hits (stage ``arms``),
-    then those that start from them (stage ``seeded_arms``: the graph arm, seeded by the
-    semantic and keyword hits). An arm needed but not wanted runs without being reported.
+    those that need no other arm's hits (stage ``arms``), then those that start from them (the
+    graph arm, seeded by the semantic and keyword hits). An arm needed but not wanted (in
+    ``running``) runs without being reported.
 
-    Within a round each arm's first statement runs at once on its own connection, then each
-    arm's rest. Semantic and keyword run as two statements, so the two cores share them (one
-    UNION ALL ran them back to back in one backend: +8 ms p50 at 100k, measured).
+    The first round's statements run at once, each on its own connection (semantic and keyword
+    as two statements, so the two cores share them: one UNION ALL ran them back to back in one
+    backend, +8 ms p50 at 100k, measured); the ``early`` ones (keyword) were launched before
+    the query was embedded and are collected with the round, so the ``arms`` stage counts only
+    what is left of them by then (the rest overlapped ``query_embedding``). Then the arms that
+    seed the second round finish, its statements are launched, and the other first-round arms
+    finish meanwhile (the temporal spread's hops, stage ``temporal_spread``, on the plan's
+    connection); stage ``seeded_arms`` is what is left of the second round after that.
     """
-    running = wanted.union(*(ARMS[name].needs for name in wanted))
     for name, arm in ARMS.items():
         if name in running and arm.prepare is not None:
             aq = yield from arm.prepare(aq, watch)
+    first = [name for name, arm in ARMS.items() if name in running and not arm.needs]
+    seeded = [name for name, arm in ARMS.items() if name in running and arm.needs]
+    rows = yield from _first_round(aq, first, early, watch)
     results: dict[ArmName, ArmResult] = {}
-    for stage, seeded in (("arms", False), ("seeded_arms", True)):
-        names = [name for name, arm in ARMS.items() if name in running and bool(arm.needs) == seeded]
-        prior = {name: result.hits for name, result in results.items()}
-        results |= yield from _round(dataclasses.replace(aq, prior=prior), names, stage, watch)
+    seeds = frozenset[ArmName]().union(*(ARMS[name].needs for name in seeded))
+    for name in first:
+        if name in seeds and name in rows:
+            results[name] = yield from ARMS[name].finish(aq, rows[name], watch)
+    seeded_aq = dataclasses.replace(aq, prior={name: result.hits for name, result in results.items()})
+    second = {name: query for name in seeded if (query := ARMS[name].start(seeded_aq)) is not None}
+    launched = (yield Launch(tuple(second.values()))) if second else None
+    for name in first:
+        if name not in seeds and name in rows:
+            results[name] = yield from ARMS[name].finish(aq, rows[name], watch)
+    if launched is not None:
+        with watch.stage("seeded_arms"):
+            second_rows = yield Collect(launched)
+        for name, result in zip(second, second_rows, strict=True):
+            results[name] = yield from ARMS[name].finish(seeded_aq, result, watch)
     for name in ARMS:
         if name in wanted and name in results:
             notes.extend(results[name].notes)
     return {a: results[a].hits if a in wanted and a in results else [] for a in ARM_NAMES}
 
 
-def _round(
-    aq: ArmQuery, names: Sequence[ArmName], stage: str, watch: Stopwatch
-) -> Plan[dict[ArmName, ArmResult]]:
-    """One round of arms: their first statements at once, then each arm's rest."""
-    started = {name: query for name in names if (query := ARMS[name].start(aq)) is not None}
-    if not started:
-        return {}
-    with watch.stage(stage):
-        rows = yield Concurrently(tuple(started.values()))
-    results: dict[ArmName, ArmResult] = {}
-    for name, result in zip(started, rows, strict=True):
-        results[name] = yield from ARMS[name].finish(aq, result, watch)
-    return results
+def _first_round(
+    aq: ArmQuery, names: Sequence[ArmName], early: _Early, watch: Stopwatch
+) -> Plan[dict[ArmName, Any]]:
+    """The rows (or errors) of the first statements of the arms ``names``: those not launched
+    ``early`` at once, then the early ones collected."""
+    launched_names, launched = early
+    started = {
+        name: query
+        for name in names
+        if name not in launched_names and (query := ARMS[name].start(aq)) is not None
+    }
+    rows: dict[ArmName, Any] = {}
+    if not started and launched is None:
+        return rows
+    with watch.stage("arms"):
+        if started:
+            rows |= zip(started, (yield Concurrently(tuple(started.values()))), strict=True)
+        if launched is not None:
+            rows |= zip(launched_names, (yield Collect(launched)), strict=True)
+    return rows
 
 
 def _rank(

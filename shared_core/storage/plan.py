@@ -22,7 +22,19 @@ from typing import Any, Literal, LiteralString, TypeAlias, TypeVar
 
 from psycopg import sql
 
-__all__ = ["Compute", "Concurrently", "Copy", "Operation", "Pipeline", "Plan", "Query", "Statement"]
+__all__ = [
+    "Collect",
+    "Compute",
+    "Concurrently",
+    "Copy",
+    "Launch",
+    "Launched",
+    "Operation",
+    "Pipeline",
+    "Plan",
+    "Query",
+    "Statement",
+]
 
 T = TypeVar("T")
 Statement: TypeAlias = "LiteralString | sql.SQL | sql.Composed"
@@ -72,6 +84,37 @@ class Concurrently:
 
 
 @dataclass(frozen=True, slots=True)
+class Launch:
+    """Start several queries as :class:`Concurrently` does, without waiting for them: the plan
+    receives a :class:`Launched` handle at once and goes on (CPU work, other statements) while
+    they run, then yields :class:`Collect` of the handle for their results, shaped as
+    Concurrently's (in order; a failed query's exception object instead of its result, so one
+    failure cannot sink the others). What a plan launched and did not collect by the time it
+    ends (returns or raises) is waited for by the runner and dropped: no statement outlives its
+    plan, and every connection goes back to the pool.
+
+    For statements that do not need the plan's CPU work: recall starts its keyword statement
+    before the query is embedded.
+    """
+
+    queries: tuple[Query, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Launched:
+    """The handle of a :class:`Launch`, valid for one :class:`Collect` in the same plan."""
+
+    key: int
+
+
+@dataclass(frozen=True, slots=True)
+class Collect:
+    """Wait for the queries of a :class:`Launch` and receive their results (once per handle)."""
+
+    launched: Launched
+
+
+@dataclass(frozen=True, slots=True)
 class Pipeline:
     """Run several queries in order, in the plan's transaction, sent together (psycopg's
     pipeline mode: one network round trip instead of one per statement). The plan receives
@@ -103,5 +146,5 @@ class Compute:
     args: tuple[Any, ...] = ()
 
 
-Operation: TypeAlias = Query | Copy | Concurrently | Pipeline | Compute
+Operation: TypeAlias = Query | Copy | Concurrently | Launch | Collect | Pipeline | Compute
 Plan: TypeAlias = Generator[Operation, Any, T]

@@ -17,6 +17,7 @@ __all__ = [
     "BankEmbedder",
     "CountRow",
     "bank_embedder_plan",
+    "bank_embedder_query",
     "banks_plan",
     "delete_plan",
     "get_plan",
@@ -161,7 +162,12 @@ def stats_plan(bank: str) -> Plan[BankStats]:
     )
 
 
+def bank_embedder_query(bank: str) -> Query:
+    """The :data:`BANK_EMBEDDER` statement of ``bank`` (one :class:`BankEmbedder` or None)."""
+    return Query(BANK_EMBEDDER, {"bank": bank}, fetch="one", row_type=BankEmbedder)
+
+
 def bank_embedder_plan(bank: str) -> Plan[BankEmbedder | None]:
     """The model and dimension ``bank`` was created with (None: no such bank yet)."""
-    row: BankEmbedder | None = yield Query(BANK_EMBEDDER, {"bank": bank}, fetch="one", row_type=BankEmbedder)
+    row: BankEmbedder | None = yield bank_embedder_query(bank)
     return row

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_futures
 from typing import Any, TypeVar
 
 import psycopg
@@ -16,7 +17,17 @@ from psycopg import sql
 from psycopg.rows import RowFactory, dict_row, kwargs_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-from shared_core.storage.plan import Compute, Concurrently, Copy, Pipeline, Plan, Query
+from shared_core.storage.plan import (
+    Collect,
+    Compute,
+    Concurrently,
+    Copy,
+    Launch,
+    Launched,
+    Pipeline,
+    Plan,
+    Query,
+)
 
 __all__ = ["run_async", "run_sync"]
 
@@ -41,6 +52,17 @@ def _setting_statements(query: Query) -> list[sql.Composed]:
 
 def _row_factory(query: Query) -> RowFactory[Any]:
     return kwargs_row(query.row_type) if query.row_type is not None else dict_row
+
+
+H = TypeVar("H")
+
+
+def _take(inflight: dict[int, list[H]], launched: Launched) -> list[H]:
+    """The futures or tasks of ``launched``, handed out once."""
+    try:
+        return inflight.pop(launched.key)
+    except KeyError:
+        raise ValueError(f"{launched!r} was not launched by this plan, or was collected already") from None
 
 
 def _shape(cur: psycopg.Cursor[Any] | psycopg.AsyncCursor[Any], query: Query, rows: list[Any] | None) -> Any:
@@ -136,6 +158,8 @@ def run_sync(pool: ConnectionPool[Any], plan: Plan[T], *, executor: ThreadPoolEx
     error: BaseException | None = None
     failed: psycopg.Error | None = None
     pending: Any = None  # an open pipeline of writes sent with wait=False
+    inflight: dict[int, list[Future[Any]]] = {}  # launched, not collected yet
+    launches = 0
     try:
         while True:
             try:
@@ -162,6 +186,12 @@ def run_sync(pool: ConnectionPool[Any], plan: Plan[T], *, executor: ThreadPoolEx
                 elif isinstance(op, Concurrently):
                     futures = [executor.submit(_one_off_sync, pool, q) for q in op.queries]
                     value = [f.result() for f in futures]
+                elif isinstance(op, Launch):
+                    launches += 1
+                    inflight[launches] = [executor.submit(_one_off_sync, pool, q) for q in op.queries]
+                    value = Launched(launches)
+                elif isinstance(op, Collect):
+                    value = [f.result() for f in _take(inflight, op.launched)]
                 else:
                     if conn is None:
                         ctx = pool.connection()
@@ -200,6 +230,12 @@ def run_sync(pool: ConnectionPool[Any], plan: Plan[T], *, executor: ThreadPoolEx
                 conn.rollback()
         raise
     finally:
+        # Launched and never collected (the plan ended early, or raised): not started yet,
+        # dropped; running, waited for (a one-off hands its error back as a value).
+        for futures in inflight.values():
+            for future in futures:
+                future.cancel()
+            wait_futures(futures)
         if ctx is not None:
             ctx.__exit__(None, None, None)
 
@@ -271,6 +307,9 @@ async def run_async(pool: AsyncConnectionPool[Any], plan: Plan[T]) -> T:
     error: BaseException | None = None
     failed: psycopg.Error | None = None
     pending: Any = None  # an open pipeline of writes sent with wait=False
+    inflight: dict[int, list[asyncio.Task[Any]]] = {}  # launched, not collected yet
+    launches = 0
+    cancelled = False
     try:
         while True:
             try:
@@ -296,6 +335,12 @@ async def run_async(pool: AsyncConnectionPool[Any], plan: Plan[T]) -> T:
                     value = await asyncio.to_thread(op.fn, *op.args)
                 elif isinstance(op, Concurrently):
                     value = list(await asyncio.gather(*(_one_off_async(pool, q) for q in op.queries)))
+                elif isinstance(op, Launch):
+                    launches += 1
+                    inflight[launches] = [asyncio.ensure_future(_one_off_async(pool, q)) for q in op.queries]
+                    value = Launched(launches)
+                elif isinstance(op, Collect):
+                    value = list(await asyncio.gather(*_take(inflight, op.launched)))
                 else:
                     if conn is None:
                         ctx = pool.connection()
@@ -323,7 +368,8 @@ async def run_async(pool: AsyncConnectionPool[Any], plan: Plan[T]) -> T:
                 # typed error it can explain (e.g. retain names the item a refused row came
                 # from); it cannot carry on.
                 error = failed = exc
-    except BaseException:
+    except BaseException as exc:
+        cancelled = isinstance(exc, asyncio.CancelledError)
         if pending is not None:
             with contextlib.suppress(psycopg.Error):
                 await pending.__aexit__(None, None, None)
@@ -332,5 +378,12 @@ async def run_async(pool: AsyncConnectionPool[Any], plan: Plan[T]) -> T:
                 await conn.rollback()
         raise
     finally:
+        # Launched and never collected: waited for (a one-off hands its error back as a value),
+        # or, when the recall itself is cancelled, cancelled too.
+        for tasks in inflight.values():
+            if cancelled:
+                for task in tasks:
+                    task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
         if ctx is not None:
             await ctx.__aexit__(None, None, None)

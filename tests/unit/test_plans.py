@@ -13,14 +13,15 @@ import pytest
 
 from shared_core.config import EngineConfig
 from shared_core.models import Models
+from shared_core.recall.arms import ScoredRow
 from shared_core.recall.learned import LearnedScorer
 from shared_core.recall.options import RecallOptions
-from shared_core.recall.pipeline import ARMS, RecallContext, recall_plan
+from shared_core.recall.pipeline import ARMS, RecallContext, _analyse, recall_plan
 from shared_core.recall.rerank import Reranker
 from shared_core.recall.settings import RecallSettings
 from shared_core.retain.flow import RetainContext, retain_flow
 from shared_core.retain.small import SMALL_RETAIN_MAX_UNITS
-from shared_core.storage.plan import Concurrently, Query
+from shared_core.storage.plan import Collect, Compute, Concurrently, Launch, Query
 from shared_core.tokens import default_token_counter
 from shared_core.types import TimeWindow
 from tests.fakes import FakeScorer, FixedQueryEmbedder, run_recorded, statement_text
@@ -116,12 +117,22 @@ def test_recall_plan_fuses_the_recorded_arms_and_traces_every_stage() -> None:
     result, ops = run_recorded(
         recall_plan(_context(), "Where does Bob live?", RecallOptions(trace=True)), _answer(arms)
     )  # type: ignore[arg-type]
-    # keyword (weight 3) puts B first; the arms' first statements went out in one batch, the
-    # graph arm's (seeded by their hits) in a second
+    # keyword (weight 3) puts B first; the keyword statement went out before the query was
+    # embedded (it needs no vector), the other arms' first statements in one batch after it,
+    # collected with it, and the graph arm's (seeded by their hits) in a second batch
     assert [m.id for m in result.memories] == [B, A, C]
-    first, second = (op for op in ops if isinstance(op, Concurrently))
-    assert len(first.queries) == 2  # no window: no temporal statement
-    assert len(second.queries) == 1
+    keyword, graph = (op for op in ops if isinstance(op, Launch))
+    (embedding,) = (i for i, op in enumerate(ops) if isinstance(op, Compute) and op.fn is _analyse)
+    assert ops.index(keyword) < embedding
+    assert [q.row_type for q in keyword.queries] == [ScoredRow]
+    assert "u.search_vector @@ kq.q" in statement_text(keyword.queries[0])
+    (first,) = (op for op in ops if isinstance(op, Concurrently))
+    assert len(first.queries) == 1  # the semantic statement; no window: no temporal statement
+    assert "<=>" in statement_text(first.queries[0])
+    first_collect, second_collect = (op for op in ops if isinstance(op, Collect))
+    assert embedding < ops.index(first) < ops.index(first_collect) < ops.index(graph)
+    assert ops.index(graph) < ops.index(second_collect)
+    assert len(graph.queries) == 1
     trace = result.trace
     assert trace is not None and trace.time_window_source == "none"
     assert [i for i, _ in trace.arms["semantic"]] == [A, B]
@@ -160,7 +171,7 @@ def _graph_queries(ops: list[Any]) -> list[Query]:
     return [
         q
         for op in ops
-        if isinstance(op, Concurrently)
+        if isinstance(op, Concurrently | Launch)
         for q in op.queries
         if "seeds AS MATERIALIZED" in statement_text(q)
     ]
@@ -186,7 +197,7 @@ def test_the_graph_arm_starts_from_the_semantic_and_keyword_hits() -> None:
     assert result.trace is not None
     assert [i for i, _ in result.trace.arms["graph"]] == [C]
     assert ops.index(next(op for op in ops if isinstance(op, Concurrently))) < ops.index(
-        next(op for op in ops if isinstance(op, Concurrently) and graph in op.queries)
+        next(op for op in ops if isinstance(op, Launch) and graph in op.queries)
     )
 
 
@@ -251,6 +262,54 @@ def test_temporal_arm_runs_with_a_window_and_spreads_along_links() -> None:
     hits = dict(result.trace.arms["temporal"])
     assert list(hits) == [A, B] and hits[A] == pytest.approx(1.0, abs=0.05)
     assert "temporal_spread" in result.trace.timings_ms
+
+
+def test_the_graph_statement_runs_while_the_temporal_arm_spreads() -> None:
+    """The graph arm needs the semantic and keyword hits only: its statement goes out once they
+    are in, before the temporal arm's hops (on the plan's connection), and is collected after
+    them; the results are those of the rounds run one after the other."""
+    window = TimeWindow(start=dt.datetime(2024, 5, 1), end=dt.datetime(2024, 5, 31))
+    entry = {
+        "id": A,
+        "similarity": 0.8,
+        "occurred_start": dt.datetime(2024, 5, 16, tzinfo=dt.UTC),
+        "occurred_end": None,
+        "mentioned_at": NOW,
+        "date_grain": "day",
+    }
+    hop = {
+        "from_id": A,
+        "id": B,
+        "link_type": "temporal",
+        "weight": 1.0,
+        "similarity": 0.5,
+        "occurred_start": None,
+        "occurred_end": None,
+        "mentioned_at": None,
+        "date_grain": None,
+    }
+    arms = {
+        "semantic": [{"id": A, "score": 0.9}],
+        "keyword": [{"id": B, "score": 3.0}],
+        "graph": [{"id": C, "score": 0.8}],
+        "temporal": [entry],
+        "temporal_hop": [hop],
+    }
+    result, ops = run_recorded(
+        recall_plan(_context(), "chess in May?", RecallOptions(trace=True, temporal_window=window)),
+        _answer(arms),
+    )  # type: ignore[arg-type]
+    (graph,) = _graph_queries(ops)
+    launch = next(i for i, op in enumerate(ops) if isinstance(op, Launch) and graph in op.queries)
+    hops = [
+        i for i, op in enumerate(ops) if isinstance(op, Query) and "unnest(%(frontier)s" in statement_text(op)
+    ]
+    collect = next(i for i, op in enumerate(ops) if isinstance(op, Collect) and i > launch)
+    assert hops and launch < hops[0] and hops[-1] < collect
+    assert result.trace is not None
+    assert [i for i, _ in result.trace.arms["graph"]] == [C]
+    assert list(dict(result.trace.arms["temporal"])) == [A, B]
+    assert {"temporal_spread", "seeded_arms"} <= set(result.trace.timings_ms)
 
 
 def test_retain_flow_writes_everything_in_one_plan() -> None:

@@ -13,6 +13,10 @@ An arm that builds on other arms' results names them in ``needs``: it starts in 
 once they have finished, and reads their ranked hits from ``query.prior`` (the graph arm seeds
 its spread from the semantic and keyword hits instead of searching for them again).
 
+An arm whose first statement needs no vector (keyword search) says so (``vector_free``): the
+pipeline :class:`~shared_core.storage.plan.Launch`-es it before the query is embedded and
+collects it with the first round.
+
 An arm may also ``prepare`` the query before any round: a sub-plan on the plan's own connection
 that returns the query refined (the semantic arm asks the planner how many memories a filter
 matches, to pick its statement before it starts).
@@ -148,13 +152,16 @@ class Arm:
     ``needs`` names the arms whose hits ``start`` reads from :attr:`ArmQuery.prior`: the arm
     starts after them (they run even when not asked for, and need nothing themselves).
     ``prepare``, if any, runs before the first round (whenever the arm runs) and returns the
-    query every arm then reads.
+    query every arm then reads. ``vector_free``: ``start`` reads neither the query's vector nor
+    its time window nor what a ``prepare`` adds, so its statement starts before the query is
+    embedded (with a query whose vector is empty and window None) and runs meanwhile.
     """
 
     start: Callable[[ArmQuery], Query | None]
     finish: Callable[[ArmQuery, Sequence[Any] | BaseException, Stopwatch], Plan[ArmResult]]
     needs: frozenset[ArmName] = frozenset()
     prepare: Callable[[ArmQuery, Stopwatch], Plan[ArmQuery]] | None = None
+    vector_free: bool = False
 
 
 def rows_or_raise(result: Sequence[R] | BaseException) -> Sequence[R]:

@@ -221,4 +221,7 @@ def _finish(q: ArmQuery, rows: Sequence[ScoredRow] | BaseException, watch: Stopw
     yield  # a plan with no further I/O
 
 
-KEYWORD = Arm(start=_start, finish=_finish)
+# Vector-free: the statement goes out before the query is embedded. On 2 cores, the embedding
+# (one torch thread) and the keyword statement (one backend) each hold a core, and the arms
+# round then waits for the semantic statement alone.
+KEYWORD = Arm(start=_start, finish=_finish, vector_free=True)

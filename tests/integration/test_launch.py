@@ -1,0 +1,219 @@
+"""Launch / Collect: statements that run while the plan computes, on the real server, through
+both runners; and recall's keyword statement, launched before the query is embedded."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import uuid
+from typing import Any
+
+import psycopg
+import pytest
+
+from shared_core import MemoryEngine
+from shared_core.errors import DatabaseError, HindsightError
+from shared_core.recall import pipeline
+from shared_core.recall.arms import ScoredRow
+from shared_core.recall.arms.keyword import KEYWORD
+from shared_core.storage.plan import Collect, Compute, Launch, Plan, Query
+
+
+def _running(dsn: str, marker: str) -> bool:
+    """Whether a backend is running a statement that carries ``marker`` (polled for up to 10
+    s: a launched statement is seen at once; one never sent is never seen)."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for _ in range(200):
+            row = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE %s "
+                "AND pid <> pg_backend_pid()",
+                (f"%{marker}%",),
+            ).fetchone()
+            if row and row[0]:
+                return True
+            time.sleep(0.05)
+    return False
+
+
+def _launched_meanwhile(dsn: str, marker: str) -> Plan[list[Any]]:
+    # The marker is a column name: a statement's text, not a value, so pg_stat_activity shows it.
+    launched = yield Launch(
+        (
+            Query(f"SELECT pg_sleep(0.3), 7 AS {marker}"),  # type: ignore[arg-type]
+            Query("SELECT 1/0 AS boom"),
+        )
+    )
+    seen = yield Compute(_running, (dsn, marker))
+    slow, broken = yield Collect(launched)
+    return [seen, slow[0][marker], type(broken).__name__]
+
+
+def _marker() -> str:
+    return f"launch_{uuid.uuid4().hex[:12]}"
+
+
+async def test_launched_statements_run_while_the_plan_computes_and_one_failure_sinks_none(
+    engine: MemoryEngine,
+) -> None:
+    expected = [True, 7, "DivisionByZero"]
+    assert engine.run(_launched_meanwhile(engine.dsn, _marker())) == expected
+    assert await engine.arun(_launched_meanwhile(engine.dsn, _marker())) == expected
+
+
+class _Refused(HindsightError):
+    """What a failing CPU step raises (an embedding model that cannot load, say)."""
+
+
+def _raise_while_launched(dsn: str, marker: str) -> Plan[None]:
+    yield Launch((Query(f"SELECT pg_sleep(0.3), 1 AS {marker}"),))  # type: ignore[arg-type]
+    yield Compute(_refuse, (dsn, marker))
+
+
+def _refuse(dsn: str, marker: str) -> None:
+    assert _running(dsn, marker)
+    raise _Refused("no model")
+
+
+def _never_collected(marker: str) -> Plan[str]:
+    yield Launch((Query(f"SELECT pg_sleep(0.2), 1 AS {marker}"),))  # type: ignore[arg-type]
+    return "done"
+
+
+def _idle(engine: MemoryEngine, marker: str) -> None:
+    """Nothing carrying ``marker`` runs any more, and every pooled connection went back as it
+    came (idle, not in autocommit)."""
+    with psycopg.connect(engine.dsn, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE %s "
+            "AND pid <> pg_backend_pid()",
+            (f"%{marker}%",),
+        ).fetchone()
+    assert row == (0,)
+    pool = engine._pools._sync_pool()
+    held = [pool.getconn() for _ in range(pool.max_size)]
+    try:
+        assert not any(conn.autocommit or conn.broken for conn in held)
+    finally:
+        for conn in held:
+            pool.putconn(conn)
+
+
+async def test_a_plan_that_raises_or_ends_before_collecting_waits_for_what_it_launched(
+    engine: MemoryEngine,
+) -> None:
+    for run in (engine.run, engine.arun):
+        marker = _marker()
+        with pytest.raises(_Refused, match="no model"):  # the step's own error, unchanged
+            result = run(_raise_while_launched(engine.dsn, marker))
+            if not isinstance(result, type(None)):
+                await result
+        _idle(engine, marker)
+        marker = _marker()
+        result = run(_never_collected(marker))
+        assert (result if isinstance(result, str) else await result) == "done"
+        _idle(engine, marker)
+
+
+def _collected_twice() -> Plan[None]:
+    launched = yield Launch((Query("SELECT 1 AS n"),))
+    yield Collect(launched)
+    yield Collect(launched)
+
+
+async def test_a_handle_is_collected_once(engine: MemoryEngine) -> None:
+    with pytest.raises(ValueError, match="collected already"):
+        engine.run(_collected_twice())
+    with pytest.raises(ValueError, match="collected already"):
+        await engine.arun(_collected_twice())
+
+
+# --- recall ----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def small_bank(engine: MemoryEngine) -> str:
+    bank = f"launch-{uuid.uuid4().hex[:10]}"
+    engine.retain(
+        ["Alice works at Google in Zurich.", "Bob plays chess on Sundays.", "Carol moved to Lisbon."],
+        bank=bank,
+        progress=False,
+    )
+    return bank
+
+
+def test_recall_starts_the_keyword_statement_before_the_query_is_embedded(
+    engine: MemoryEngine, small_bank: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    marker = _marker()
+    start = KEYWORD.start
+
+    def slow_keyword(q: Any) -> Query | None:
+        query = start(q)
+        assert query is not None
+        # The same statement, behind a sleep that names it (so pg_stat_activity shows it).
+        # (named first: pg_stat_activity keeps the first 1 kB of a statement's text).
+        statement = psycopg.sql.SQL("SELECT k.id, k.score FROM pg_sleep(0.3) AS {}, ({}) k").format(
+            psycopg.sql.Identifier(marker), query.statement
+        )
+        return dataclasses.replace(query, statement=statement)
+
+    monkeypatch.setitem(pipeline.ARMS, "keyword", dataclasses.replace(KEYWORD, start=slow_keyword))  # type: ignore[arg-type]
+    embed = engine.embedder.embed_query
+    seen: list[bool] = []
+
+    def embed_and_look(text: str) -> Any:
+        seen.append(_running(engine.dsn, marker))
+        return embed(text)
+
+    monkeypatch.setattr(engine.embedder, "embed_query", embed_and_look)
+    result = engine.recall("Where does Alice work?", bank=small_bank, reranker="none")
+    assert seen == [True]
+    assert "Alice works at Google in Zurich." in [m.text for m in result.memories]
+
+
+@pytest.mark.parametrize("vector_free", [True, False])
+async def test_a_failed_keyword_statement_raises_the_same_typed_error_launched_or_not(
+    engine: MemoryEngine, small_bank: str, monkeypatch: pytest.MonkeyPatch, vector_free: bool
+) -> None:
+    def broken(q: Any) -> Query:
+        return Query("SELECT 1/0 AS id, 0.0 AS score", row_type=ScoredRow)
+
+    monkeypatch.setitem(
+        pipeline.ARMS,
+        "keyword",
+        dataclasses.replace(KEYWORD, start=broken, vector_free=vector_free),  # type: ignore[arg-type]
+    )
+    with pytest.raises(DatabaseError, match="division by zero"):
+        engine.recall("Where does Alice work?", bank=small_bank, reranker="none")
+    with pytest.raises(DatabaseError, match="division by zero"):
+        await engine.arecall("Where does Alice work?", bank=small_bank, reranker="none")
+    # The semantic statement of the same recall was not left running; the pool is whole.
+    _idle(engine, "1/0 AS id")
+
+
+def test_more_concurrent_recalls_than_pooled_connections_all_finish(
+    engine: MemoryEngine, small_bank: str
+) -> None:
+    """An undated recall waiting for its launched statements holds no pooled connection of its
+    own meanwhile (a bank's embedder check runs on one of its own too): six threads on a pool of
+    two all finish, none waiting out the pool's timeout, with the results one recall alone
+    gives (a plan holding a connection while its graph statement waited for one stalled until
+    the pool's timeout)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from shared_core.config import EngineConfig
+
+    alone = [m.id for m in engine.recall("Where does Alice work?", bank=small_bank, reranker="none").memories]
+    with MemoryEngine(engine.dsn, config=EngineConfig(pool_max_size=2, connect_timeout=60.0)) as narrow:
+        # No warm-up: the first recalls of the bank check its embedder concurrently too.
+
+        def ask(_: int) -> list[str]:
+            result = narrow.recall("Where does Alice work?", bank=small_bank, reranker="none", trace=True)
+            assert result.trace is not None and "seeded_arms" in result.trace.timings_ms  # the graph ran
+            return [m.id for m in result.memories]
+
+        with ThreadPoolExecutor(max_workers=6) as pool:
+            answers = list(pool.map(ask, range(18)))
+        # No request for a connection timed out (a timed-out read is retried once, invisibly).
+        assert narrow._pools._sync_pool().get_stats().get("requests_errors", 0) == 0
+    assert answers == [alone] * 18
