@@ -231,8 +231,8 @@ def test_the_arms_an_arm_needs_need_nothing_themselves() -> None:
     assert all(not ARMS[need].needs for arm in ARMS.values() for need in arm.needs)
 
 
-def test_temporal_arm_runs_with_a_window_and_spreads_along_links() -> None:
-    window = TimeWindow(start=dt.datetime(2024, 5, 1), end=dt.datetime(2024, 5, 31))
+def _dated_entry_and_hop() -> tuple[dict[str, object], dict[str, object]]:
+    """A temporal-arm row for A dated inside May 2024, and A's temporal link to undated B."""
     entry = {
         "id": A,
         "similarity": 0.8,
@@ -252,6 +252,12 @@ def test_temporal_arm_runs_with_a_window_and_spreads_along_links() -> None:
         "mentioned_at": None,
         "date_grain": None,
     }
+    return entry, hop
+
+
+def test_temporal_arm_runs_with_a_window_and_spreads_along_links() -> None:
+    window = TimeWindow(start=dt.datetime(2024, 5, 1), end=dt.datetime(2024, 5, 31))
+    entry, hop = _dated_entry_and_hop()
     result, _ = run_recorded(
         recall_plan(
             _context(), "what happened?", RecallOptions(trace=True, arms=["temporal"], temporal_window=window)
@@ -269,25 +275,7 @@ def test_the_graph_statement_runs_while_the_temporal_arm_spreads() -> None:
     are in, before the temporal arm's hops (on the plan's connection), and is collected after
     them; the results are those of the rounds run one after the other."""
     window = TimeWindow(start=dt.datetime(2024, 5, 1), end=dt.datetime(2024, 5, 31))
-    entry = {
-        "id": A,
-        "similarity": 0.8,
-        "occurred_start": dt.datetime(2024, 5, 16, tzinfo=dt.UTC),
-        "occurred_end": None,
-        "mentioned_at": NOW,
-        "date_grain": "day",
-    }
-    hop = {
-        "from_id": A,
-        "id": B,
-        "link_type": "temporal",
-        "weight": 1.0,
-        "similarity": 0.5,
-        "occurred_start": None,
-        "occurred_end": None,
-        "mentioned_at": None,
-        "date_grain": None,
-    }
+    entry, hop = _dated_entry_and_hop()
     arms = {
         "semantic": [{"id": A, "score": 0.9}],
         "keyword": [{"id": B, "score": 3.0}],
