@@ -537,26 +537,20 @@ def markdown(report: Mapping[str, Any]) -> str:
                 f"{p['sql_plus_embedding']['p95']:.1f} | "
                 f"{p['sql_plus_embedding']['p99']:.1f} | {p['qps']} |"
             )
-        k10 = size.get("ours_k10_1")
-        if k10:
-            for stage, label in (
-                (HEADLINE, "ours, k=10, total minus embedding minus rerank"),
-                ("total", "ours, k=10, total (with query embedding)"),
-            ):
-                st = k10["stages"][stage]
-                lines.append(
-                    f"| {label} | 1 | {st['p50']:.1f} | {st['p95']:.1f} | {st['p99']:.1f} | {k10['qps']} |"
-                )
-        learned = size.get("ours_learned_1")
-        if learned:
-            for stage, label in (
-                (EXCL_EMBEDDING, "ours, learned reranker, total minus embedding"),
-                ("total", "ours, learned reranker, total (with query embedding)"),
-            ):
-                st = learned["stages"][stage]
+        # One-client variants of ours, each as its headline row and its total with the embedding.
+        for key, headline, name in (
+            ("ours_k10_1", HEADLINE, "ours, k=10, total minus embedding minus rerank"),
+            ("ours_learned_1", EXCL_EMBEDDING, "ours, learned reranker, total minus embedding"),
+        ):
+            variant = size.get(key)
+            if not variant:
+                continue
+            prefix = name.rsplit(", total", 1)[0]
+            for stage, label in ((headline, name), ("total", f"{prefix}, total (with query embedding)")):
+                st = variant["stages"][stage]
                 lines.append(
                     f"| {label} | 1 | {st['p50']:.1f} | {st['p95']:.1f} | "
-                    f"{st['p99']:.1f} | {learned['qps']} |"
+                    f"{st['p99']:.1f} | {variant['qps']} |"
                 )
         if "single_retain_ms" in size:
             st = size["single_retain_ms"]
