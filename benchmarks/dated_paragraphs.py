@@ -49,6 +49,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _locomo import Conversation, Question, QuestionResult, Turn
+from when_questions import when_notes
 
 from shared_core.text import MONTH_NAMES
 
@@ -61,7 +62,8 @@ QUERY_TIME = dt.datetime(2024, 6, 1, 12, 0)
 # Every paragraph was "ingested" at the same moment, as a document would be.
 INGESTED = dt.datetime(2024, 5, 20, 9, 0)
 
-CATEGORIES: dict[int, str] = {1: "year", 2: "season-month", 3: "relative", 4: "untimed"}
+# 5: "When did X ...?" over dated notes, the when-notes set (benchmarks/when_questions.py)
+CATEGORIES: dict[int, str] = {1: "year", 2: "season-month", 3: "relative", 4: "untimed", 5: "when"}
 
 _ONSETS = [
     "Al",
@@ -709,6 +711,9 @@ DATASETS: dict[str, Callable[[], list[Conversation]]] = {
     # same generator, another seed: training rows for the learned reranker's date features,
     # never scored
     "dated-train": lambda: _dated(SEED + 1, 3, "dated-train"),
+    # "When did X ...?" over a journal of short dated notes (benchmarks/when_questions.py):
+    # evaluation only, never trained or tuned on
+    "when-notes": lambda: when_notes(),
 }
 
 
@@ -737,9 +742,10 @@ def aggregate(
 
 
 def markdown(table: dict[str, dict[str, dict[str, float]]]) -> str:
-    groups = ["overall", "timed", *CATEGORIES.values()]
     first = next(iter(table.values()))
-    head = " | ".join(f"{g} (n={first[g]['n']:.0f})" for g in groups if g in first)
+    # the groups the set has (when-notes asks only "when"): one separator cell per column
+    groups = [g for g in ("overall", "timed", *CATEGORIES.values()) if g in first]
+    head = " | ".join(f"{g} (n={first[g]['n']:.0f})" for g in groups)
     lines = [f"| system (R@1 / R@10) | {head} |", "|---|" + "---:|" * len(groups)]
     for name, t in table.items():
         cells = [f"{t[g]['R@1']:.1f} / {t[g]['R@10']:.1f}" for g in groups if g in t]

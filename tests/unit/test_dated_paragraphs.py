@@ -70,3 +70,33 @@ def test_hard_set_adds_same_entity_distractors_in_other_years_and_longer_paragra
         assert not min(org_years) <= year <= max(org_years)
     for q in conv.questions:
         assert len(q.evidence) == 1 and not q.evidence[0].endswith("-other")
+
+
+def test_when_notes_is_deterministic_and_asks_when_only() -> None:
+    a, b = D.build_dataset("when-notes"), D.build_dataset("when-notes")
+    assert [t.text for c in a for t in c.turns] == [t.text for c in b for t in c.turns]
+    assert [q.question for c in a for q in c.questions] == [q.question for c in b for q in c.questions]
+    for conv in a:
+        ids = {t.dia_id for t in conv.turns}
+        assert len(ids) == len(conv.turns)
+        for q in conv.questions:
+            assert q.category == 5 and D.CATEGORIES[q.category] == "when"
+            assert q.question.startswith("When did ") and len(q.evidence) == 1 and q.evidence[0] in ids
+    assert 'said, "' not in " ".join(t.text for c in a for t in c.turns)  # not LoCoMo's form
+
+
+def test_when_notes_evidence_states_a_time_and_its_distractors_do_not() -> None:
+    from shared_core.extraction.dates import default_date_parser
+
+    parser = default_date_parser()
+    conv = D.build_dataset("when-notes")[0]
+    by_id = {t.dia_id: t for t in conv.turns}
+    for q in conv.questions[:10]:
+        gold = by_id[q.evidence[0]]
+        name = q.question.removeprefix("When did ").split()[:2]
+        assert " ".join(name) in gold.text
+        assert parser.event_window(gold.text, gold.mentioned_at) is not None
+        # the same person's notes about the same thing that say no time: hard negatives
+        undated = [t for k, t in by_id.items() if k.startswith(q.evidence[0] + ":u")]
+        assert undated and all(" ".join(name) in t.text for t in undated)
+        assert all(parser.event_window(t.text, t.mentioned_at) is None for t in undated)
