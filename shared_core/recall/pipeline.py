@@ -145,6 +145,7 @@ def recall_plan(ctx: RecallContext, query: str, opts: RecallOptions) -> Plan[Rec
                     [*head, *(FusedCandidate(id=r.id, rrf=0.0) for r in extra)],
                     {**rows, **{r.id: r for r in extra}},
                     offset=len(cut) - len(head),
+                    when_arm="temporal" in opts.arm_names,
                     watch=watch,
                 )
             relevance = list(scored[len(head) :])
@@ -300,7 +301,16 @@ def _rank(
         # The graph arm's second round (document neighbours of the reranker's first-stage top
         # hits) runs with the graph arm: arms without "graph" leave it out too.
         graph = opts.bank if "graph" in opts.arm_names and ctx.settings.graph_neighbours else None
-        raw, normalised = yield from _score(ctx, text, window, cut, rows, neighbours_in=graph, watch=watch)
+        raw, normalised = yield from _score(
+            ctx,
+            text,
+            window,
+            cut,
+            rows,
+            neighbours_in=graph,
+            when_arm="temporal" in opts.arm_names,
+            watch=watch,
+        )
     with watch.stage("boosts"):
         inputs = [_boost_input(c, rows[c.id], window) for c in cut]
         timed = ctx.settings.date_signals  # False: the question's time is ignored (ablations)
@@ -346,20 +356,26 @@ def _score(
     *,
     offset: int = 0,
     neighbours_in: str | None = None,
+    when_arm: bool = True,
     watch: Stopwatch,
 ) -> Plan[tuple[list[float] | None, list[float]]]:
     """The reranker's ``(raw, normalised)`` scores of ``candidates`` (fused order, the first
     at position ``offset``): the learned reranker's probabilities, a cross-encoder's raw and
     sigmoid scores, or passthrough's rank-seeded scores (raw None). ``neighbours_in``: the bank
-    whose documents the learned reranker's second graph round reads (None: no second round)."""
+    whose documents the learned reranker's second graph round reads (None: no second round).
+    ``when_arm``: whether the recall asked for the temporal arm."""
     if ctx.reranker.is_learned:
         scorer = LearnedScorer.default()
+        timed = ctx.settings.date_signals  # False: the question's time is hidden (ablations)
+        # A "when" question without a window is told as one only when the temporal arm answers
+        # it: the model learnt its "when" columns beside the arm's rank (dated_evidence_rr), and
+        # without that rank a memory stating its date is scored down (when_and_dated's weight
+        # is negative): 37.5 R@1 on benchmarks' when-notes against 53.3 blind (docs/benchmarks.md).
+        when = timed and (window is not None or (when_arm and ctx.settings.temporal_when_questions))
         features, seeds = yield Compute(
             scorer.prepare,
             (
-                QuerySignals.from_query(text, window)
-                if ctx.settings.date_signals
-                else QuerySignals.from_query(text, None, asks_when=False),
+                QuerySignals.from_query(text, window if timed else None, asks_when=None if when else False),
                 [_signals(offset + i, c, rows[c.id]) for i, c in enumerate(candidates)],
             ),
         )

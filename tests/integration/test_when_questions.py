@@ -10,6 +10,7 @@ import uuid
 import pytest
 
 from shared_core import MemoryEngine, MemoryItem, RecallResult
+from shared_core.types import ARM_NAMES, ArmName
 
 UTC = dt.UTC
 QUERY_TIME = dt.datetime(2024, 6, 15, 12, tzinfo=UTC)
@@ -106,3 +107,31 @@ def test_the_when_arm_can_be_switched_off(
     finally:
         engine.recall_settings = settings
     assert result.trace is not None and not result.trace.arms.get("temporal")
+
+
+def _relevance(
+    engine: MemoryEngine, bank: str, query: str, arms: tuple[ArmName, ...], **settings: bool
+) -> dict[str, float | None]:
+    saved = engine.recall_settings
+    engine.recall_settings = dataclasses.replace(saved, **settings)
+    try:
+        result = engine.recall(query, bank=bank, query_timestamp=QUERY_TIME, arms=arms, k=8)
+    finally:
+        engine.recall_settings = saved
+    return {m.id: m.relevance for m in result.memories}
+
+
+def test_without_the_when_arm_the_reranker_is_not_told_when(
+    engine: MemoryEngine, when_bank: tuple[str, dict[str, str]]
+) -> None:
+    # The reranker's "when" columns were learnt beside the arm's rank: without the arm it scores
+    # as if the question were not a "when" question (the date boost after it is another matter).
+    bank, ids = when_bank
+    query = "When did Mara go to the pottery workshop?"
+    no_arm: tuple[ArmName, ...] = ("semantic", "keyword", "graph")
+    told = _relevance(engine, bank, query, no_arm)
+    blind = _relevance(engine, bank, query, no_arm, date_signals=False)
+    assert told == blind and told[ids[GOLD]] is not None
+    # the arm switched off by the setting instead: every arm asked for, the temporal one sits out
+    off = _relevance(engine, bank, query, ARM_NAMES, temporal_when_questions=False)
+    assert off == blind
