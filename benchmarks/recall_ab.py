@@ -8,7 +8,7 @@ on the same embedded server; the driver sends both the same query in turn, so bo
 load. Prints p50/p95 per stage and of the headline (total without query embedding and rerank)
 for each side, the blocking network waits per recall (``Connection.wait`` calls: round trips,
 roughly; every connection of the process counted), the load average, and whether both returned
-the same memories with the same scores for every query.
+the same memories with the same scores and cosine similarities for every query.
 """
 
 from __future__ import annotations
@@ -55,7 +55,8 @@ with MemoryEngine(data_dir=os.environ["HINDSIGHT_BENCH_PGDATA"],
         r = engine.recall(queries.texts[i % len(queries.texts)], bank=bank,
                           query_timestamp=queries.query_time, trace=True, **({"reranker": "none"} | options))
         print(json.dumps({"t": r.trace.timings_ms, "waits": waits[0],
-                          "ids": [m.id for m in r.memories], "scores": [m.score for m in r.memories]}),
+                          "ids": [m.id for m in r.memories], "scores": [m.score for m in r.memories],
+                          "sims": [m.similarity for m in r.memories]}),
               flush=True)
 """
 
@@ -131,7 +132,9 @@ def main() -> int:
         # alternate which side goes first, so neither always follows the other
         order = [("A", a), ("B", b)] if i % 2 == 0 else [("B", b), ("A", a)]
         out = {name: _ask(proc, i) for name, proc in order}
-        if (out["A"]["ids"], out["A"]["scores"]) != (out["B"]["ids"], out["B"]["scores"]):
+        if [out["A"][key] for key in ("ids", "scores", "sims")] != [
+            out["B"][key] for key in ("ids", "scores", "sims")
+        ]:
             differ.append(i)
         if i >= args.warmup:
             for name in ("A", "B"):
@@ -156,8 +159,8 @@ def main() -> int:
     wb = sorted(r["waits"] for r in got["B"])
     print(f"  network waits per recall (median): A {wa[len(wa) // 2]} | B {wb[len(wb) // 2]}")
     print(
-        f"  identical results (ids and scores): {args.warmup + args.calls - len(differ)} of "
-        f"{args.warmup + args.calls}; differ at {differ}"
+        f"  identical results (ids, scores and cosine similarities): "
+        f"{args.warmup + args.calls - len(differ)} of {args.warmup + args.calls}; differ at {differ}"
     )
     return 0
 

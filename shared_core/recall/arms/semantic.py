@@ -11,6 +11,7 @@ from psycopg import sql
 
 from shared_core.recall.arms import Arm, ArmQuery, ArmResult, ScoredRow, ranked, rows_or_raise
 from shared_core.recall.filters import MATCH_ALL
+from shared_core.recall.hydrate import MEMORY_COLUMNS, MemoryRow
 from shared_core.recall.timing import Stopwatch
 from shared_core.storage.dimensions import Dimension
 from shared_core.storage.plan import Plan, Query
@@ -22,6 +23,7 @@ __all__ = [
     "SEMANTIC",
     "filtered_semantic_statement",
     "matching_estimate_statement",
+    "semantic_rows_statement",
     "semantic_statement",
 ]
 
@@ -41,6 +43,17 @@ _SEMANTIC_SCAN = sql.SQL("""
     ORDER BY {vec} <=> {qvec}
     LIMIT %(n)s""")
 _SEMANTIC = sql.SQL("SELECT id, score FROM ({scan}) s WHERE score >= %(semantic_min)s")
+# The same scan reading its hits' ranking fields (a MemoryRow each, ``similarity`` the score):
+# the index scan fetches each hit's row to filter it anyway, and at 100k the fused cut is
+# most often the semantic hits alone, which hydration then need not read again.
+_SEMANTIC_ROWS = sql.SQL("""
+SELECT * FROM (
+    SELECT {columns}, 1 - ({vec} <=> {qvec}) AS similarity
+    FROM memory_units u
+    WHERE u.bank_id = %(bank)s AND u.fact_type = ANY(%(types)s::text[]) AND {dims} AND {tags}
+    ORDER BY {vec} <=> {qvec}
+    LIMIT %(n)s) s
+WHERE similarity >= %(semantic_min)s""")
 
 
 # A filtered recall (tags, a metadata filter, some fact types only) ranks the matching
@@ -132,6 +145,18 @@ def semantic_statement(tags: sql.Composable, dimension: Dimension) -> sql.Compos
     return _SEMANTIC.format(scan=_scan(tags, dimension))
 
 
+def semantic_rows_statement(tags: sql.Composable, dimension: Dimension) -> sql.Composed:
+    """:func:`semantic_statement` reading each hit's :class:`MemoryRow` (the score is its
+    ``similarity``): the same rows in the same order."""
+    return _SEMANTIC_ROWS.format(
+        columns=sql.SQL(MEMORY_COLUMNS),
+        tags=tags,
+        vec=dimension.column,
+        qvec=dimension.query(),
+        dims=dimension.predicate,
+    )
+
+
 def filtered_semantic_statement(
     tags: sql.Composable, dimension: Dimension, *, exact_max: int = EXACT_MAX_ROWS
 ) -> sql.Composed:
@@ -179,12 +204,10 @@ def _prepare(q: ArmQuery, watch: Stopwatch) -> Plan[ArmQuery]:
 
 
 def _start(q: ArmQuery) -> Query:
-    build = filtered_semantic_statement if _filtered(q) and not _skips_exact(q) else semantic_statement
-    return Query(
-        build(q.where_sql, q.dimension),
-        q.params(semantic_min=q.settings.semantic_min_similarity),
-        row_type=ScoredRow,
-    )
+    params = q.params(semantic_min=q.settings.semantic_min_similarity)
+    if _filtered(q) and not _skips_exact(q):
+        return Query(filtered_semantic_statement(q.where_sql, q.dimension), params, row_type=ScoredRow)
+    return Query(semantic_rows_statement(q.where_sql, q.dimension), params, row_type=MemoryRow)
 
 
 def relative_cut(rows: Sequence[ScoredRow], fraction: float | None) -> Sequence[ScoredRow]:
@@ -203,15 +226,24 @@ def relative_cut(rows: Sequence[ScoredRow], fraction: float | None) -> Sequence[
     return [r for r in rows if float(r.score) >= best * fraction]
 
 
-def _finish(q: ArmQuery, rows: Sequence[ScoredRow] | BaseException, watch: Stopwatch) -> Plan[ArmResult]:
+def _finish(
+    q: ArmQuery, rows: Sequence[ScoredRow | MemoryRow] | BaseException, watch: Stopwatch
+) -> Plan[ArmResult]:
     notes = (
         (f"semantic: about {q.matching_estimate:,.0f} memories match the filter (planner): HNSW scan",)
         if _skips_exact(q)
         else ()
     )
-    return ArmResult(
-        hits=ranked(relative_cut(rows_or_raise(rows), q.settings.relative_semantic_cut)), notes=notes
-    )
+    found = rows_or_raise(rows)
+    whole = {r.id: r for r in found if isinstance(r, MemoryRow)}
+    scored = [
+        ScoredRow(id=r.id, score=r.similarity if r.similarity is not None else 0.0)
+        if isinstance(r, MemoryRow)
+        else r
+        for r in found
+    ]
+    kept = ranked(relative_cut(scored, q.settings.relative_semantic_cut))
+    return ArmResult(hits=kept, notes=notes, rows={h.id: whole[h.id] for h in kept if h.id in whole})
     yield  # a plan with no further I/O
 
 
