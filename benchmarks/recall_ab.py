@@ -115,6 +115,9 @@ def main() -> int:
         "'learned' also runs the graph's second round, stage graph_neighbours)",
     )
     p.add_argument("--k", type=int, default=None, help="return the k best (default: the token budget's)")
+    p.add_argument(
+        "--dump", type=Path, default=None, help="write every measured call's stage timings (JSON) here"
+    )
     args = p.parse_args()
     options: dict[str, Any] = {"reranker": args.reranker}
     if args.k is not None:
@@ -150,6 +153,8 @@ def main() -> int:
         f"load avg {min(loads):.2f}-{max(loads):.2f}"
     )
     print(f"A = {args.a} {args.data_a or ''}\nB = {args.b} {args.data_b or ''}")
+    if args.dump is not None:
+        args.dump.write_text(json.dumps({side: [r["t"] for r in got[side]] for side in got}))
     sa, sb = summarise([r["t"] for r in got["A"]]), summarise([r["t"] for r in got["B"]])
     for stage in dict.fromkeys([*sa, *sb]):
         fa, fb = sa.get(stage), sb.get(stage)
