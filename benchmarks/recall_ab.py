@@ -8,7 +8,7 @@ on the same embedded server; the driver sends both the same query in turn, so bo
 load. Prints p50/p95 per stage and of the headline (total without query embedding and rerank)
 for each side, the blocking network waits per recall (``Connection.wait`` calls: round trips,
 roughly; every connection of the process counted), the load average, and whether both returned
-the same memories with the same scores for every query.
+the same memories with the same scores and cosine similarities for every query.
 """
 
 from __future__ import annotations
@@ -55,7 +55,8 @@ with MemoryEngine(data_dir=os.environ["HINDSIGHT_BENCH_PGDATA"],
         r = engine.recall(queries.texts[i % len(queries.texts)], bank=bank,
                           query_timestamp=queries.query_time, trace=True, **({"reranker": "none"} | options))
         print(json.dumps({"t": r.trace.timings_ms, "waits": waits[0],
-                          "ids": [m.id for m in r.memories], "scores": [m.score for m in r.memories]}),
+                          "ids": [m.id for m in r.memories], "scores": [m.score for m in r.memories],
+                          "sims": [m.similarity for m in r.memories]}),
               flush=True)
 """
 
@@ -114,6 +115,9 @@ def main() -> int:
         "'learned' also runs the graph's second round, stage graph_neighbours)",
     )
     p.add_argument("--k", type=int, default=None, help="return the k best (default: the token budget's)")
+    p.add_argument(
+        "--dump", type=Path, default=None, help="write every measured call's stage timings (JSON) here"
+    )
     args = p.parse_args()
     options: dict[str, Any] = {"reranker": args.reranker}
     if args.k is not None:
@@ -131,7 +135,9 @@ def main() -> int:
         # alternate which side goes first, so neither always follows the other
         order = [("A", a), ("B", b)] if i % 2 == 0 else [("B", b), ("A", a)]
         out = {name: _ask(proc, i) for name, proc in order}
-        if (out["A"]["ids"], out["A"]["scores"]) != (out["B"]["ids"], out["B"]["scores"]):
+        if [out["A"][key] for key in ("ids", "scores", "sims")] != [
+            out["B"][key] for key in ("ids", "scores", "sims")
+        ]:
             differ.append(i)
         if i >= args.warmup:
             for name in ("A", "B"):
@@ -147,6 +153,8 @@ def main() -> int:
         f"load avg {min(loads):.2f}-{max(loads):.2f}"
     )
     print(f"A = {args.a} {args.data_a or ''}\nB = {args.b} {args.data_b or ''}")
+    if args.dump is not None:
+        args.dump.write_text(json.dumps({side: [r["t"] for r in got[side]] for side in got}))
     sa, sb = summarise([r["t"] for r in got["A"]]), summarise([r["t"] for r in got["B"]])
     for stage in dict.fromkeys([*sa, *sb]):
         fa, fb = sa.get(stage), sb.get(stage)
@@ -156,8 +164,8 @@ def main() -> int:
     wb = sorted(r["waits"] for r in got["B"])
     print(f"  network waits per recall (median): A {wa[len(wa) // 2]} | B {wb[len(wb) // 2]}")
     print(
-        f"  identical results (ids and scores): {args.warmup + args.calls - len(differ)} of "
-        f"{args.warmup + args.calls}; differ at {differ}"
+        f"  identical results (ids, scores and cosine similarities): "
+        f"{args.warmup + args.calls - len(differ)} of {args.warmup + args.calls}; differ at {differ}"
     )
     return 0
 

@@ -8,7 +8,7 @@ sentence-transformers model name or local path is accepted; names are resolved w
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -126,6 +126,7 @@ class SentenceTransformerEmbedder:
         self._device = device
         self._model: Any = None
         self._lock = threading.Lock()
+        self._on_load: list[Callable[[], None]] = []
 
     @property
     def model_name(self) -> str:
@@ -148,7 +149,20 @@ class SentenceTransformerEmbedder:
                             f"embedding model {self._model_spec!r} could not be loaded from "
                             f"local files ({exc}); pass a local path or install it"
                         ) from exc
+                    hooks, self._on_load = self._on_load, []
+                    for hook in hooks:
+                        hook()
         return self._model
+
+    def on_load(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` once the model has loaded (at once if it has): the engine freezes
+        the collector's view of the process then, not when it is handed this embedder, whose
+        model (torch and ~350k objects) loads on first use."""
+        with self._lock:
+            if self._model is None:
+                self._on_load.append(callback)
+                return
+        callback()
 
     @property
     def dimension(self) -> int:

@@ -25,6 +25,7 @@ __all__ = [
     "DETAILS",
     "FILL",
     "HYDRATE",
+    "MEMORY_COLUMNS",
     "MemoryDetails",
     "MemoryRow",
     "chunks_plan",
@@ -33,15 +34,24 @@ __all__ = [
     "hydrate_plan",
 ]
 
-# What ranking reads, for every fused candidate (up to ``rerank_max_candidates``): the
-# reranker, the boosts and the token cut. The ids travel as text and are cast by the server
-# (no ``uuid.UUID`` per id in Python).
-HYDRATE = """
-SELECT u.id::text AS id, u.text, u.context, u.fact_type, u.occurred_start, u.occurred_end,
-       u.mentioned_at, u.date_grain, u.proof_count, u.document_id, u.chunk_id,
+# What ranking reads of a memory (with its ``similarity``: a :class:`MemoryRow`): the
+# reranker, the boosts and the token cut. The semantic arm's statement reads these columns
+# of its hits as it ranks them (their rows are read for the ranking anyway), so HYDRATE reads
+# only the candidates the other arms alone found.
+MEMORY_COLUMNS = """u.id::text AS id, u.text, u.context, u.fact_type, u.occurred_start, u.occurred_end,
+       u.mentioned_at, u.date_grain, u.proof_count, u.document_id, u.chunk_id"""
+
+# The fused candidates not hydrated yet (up to ``rerank_max_candidates``). The ids travel as
+# text and are cast by the server (no ``uuid.UUID`` per id in Python).
+HYDRATE = (
+    """
+SELECT """
+    + MEMORY_COLUMNS
+    + """,
        1 - (u.embedding <=> %(qvec)s) AS similarity
 FROM memory_units u
 WHERE u.bank_id = %(bank)s AND u.id = ANY(%(ids)s::uuid[])"""
+)
 
 # What only a returned memory shows, for the memories recall returns (after the token cut):
 # one entity lookup per linked entity and a JSON parse per row cost more than the rest of
@@ -110,15 +120,24 @@ class ChunkRow:
 
 
 def hydrate_plan(
-    bank: str, candidates: Sequence[FusedCandidate], vector: npt.NDArray[np.float32]
+    bank: str,
+    candidates: Sequence[FusedCandidate],
+    vector: npt.NDArray[np.float32],
+    known: Mapping[str, MemoryRow] | None = None,
 ) -> Plan[tuple[list[FusedCandidate], dict[str, MemoryRow]]]:
     """The candidates still stored (a concurrent delete may have taken some), with their rows
     and their cosine similarity with the query ``vector`` (every candidate's, not only the
-    semantic arm's hits: the learned reranker and the adapters' scores read it)."""
-    rows: list[MemoryRow] = yield Query(
-        HYDRATE, {"bank": bank, "ids": [c.id for c in candidates], "qvec": vector}, row_type=MemoryRow
-    )
-    by_id = {r.id: r for r in rows}
+    semantic arm's hits: the learned reranker and the adapters' scores read it). The rows in
+    ``known`` (read by an arm's statement) are taken as they are; only the others are read,
+    and no statement runs when none is missing."""
+    known = known or {}
+    by_id = {c.id: known[c.id] for c in candidates if c.id in known}
+    missing = [c.id for c in candidates if c.id not in by_id]
+    if missing:
+        rows: list[MemoryRow] = yield Query(
+            HYDRATE, {"bank": bank, "ids": missing, "qvec": vector}, row_type=MemoryRow
+        )
+        by_id.update((r.id, r) for r in rows)
     return [c for c in candidates if c.id in by_id], by_id
 
 

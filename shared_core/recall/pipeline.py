@@ -101,7 +101,7 @@ def recall_plan(ctx: RecallContext, query: str, opts: RecallOptions) -> Plan[Rec
     launched = (yield Launch(tuple(early.values()))) if early else None
     vector, window = yield Compute(_analyse, (ctx, text, now, opts.window, watch))
     aq = dataclasses.replace(unembedded, vector=vector, window=window)
-    arms = yield from _search(aq, opts.arm_names, running, (tuple(early), launched), watch, notes)
+    arms, known = yield from _search(aq, opts.arm_names, running, (tuple(early), launched), watch, notes)
     # Loads the cross-encoder on first use; its kind picks the arm weights and boosts.
     arm_weights, _ = settings.profile(ctx.reranker.kind)
     with watch.stage("fusion"):
@@ -119,7 +119,7 @@ def recall_plan(ctx: RecallContext, query: str, opts: RecallOptions) -> Plan[Rec
     rows: Mapping[str, MemoryRow] = {}
     if cut:
         with watch.stage("hydrate"):
-            cut, rows = yield from hydrate_plan(opts.bank, cut, vector)
+            cut, rows = yield from hydrate_plan(opts.bank, cut, vector, known)
         memories, ranked, rerank_trace = yield from _rank(ctx, text, opts, cut, rows, n, now, window, watch)
     extra_rows: list[MemoryRow] = []
     if opts.k is not None and len(memories) < opts.k:
@@ -218,8 +218,9 @@ def _search(
     early: _Early,
     watch: Stopwatch,
     notes: list[str],
-) -> Plan[dict[ArmName, list[ArmHit]]]:
-    """The arms in two rounds, after each running arm's ``prepare`` (if it has one): first
+) -> Plan[tuple[dict[ArmName, list[ArmHit]], dict[str, MemoryRow]]]:
+    """The arms' hits, and the rows of those an arm read whole (the semantic arm's, for
+    hydration), in two rounds, after each running arm's ``prepare`` (if it has one): first
     those that need no other arm's hits (stage ``arms``), then those that start from them (the
     graph arm, seeded by the semantic and keyword hits). An arm needed but not wanted (in
     ``running``) runs without being reported.
@@ -258,7 +259,10 @@ def _search(
     for name in ARMS:
         if name in wanted and name in results:
             notes.extend(results[name].notes)
-    return {a: results[a].hits if a in wanted and a in results else [] for a in ARM_NAMES}
+    hits = {a: results[a].hits if a in wanted and a in results else [] for a in ARM_NAMES}
+    # Only the reported arms' rows: an arm run for another's seeds fuses nothing.
+    known = {i: row for a, result in results.items() if a in wanted for i, row in result.rows.items()}
+    return hits, known
 
 
 def _first_round(

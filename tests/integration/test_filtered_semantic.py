@@ -11,11 +11,19 @@ import numpy as np
 import psycopg
 import pytest
 from pgvector.psycopg import register_vector
+from psycopg.rows import dict_row
 
 from shared_core import MemoryEngine, MemoryItem
-from shared_core.recall.arms import ArmQuery, ScoredRow, semantic
-from shared_core.recall.arms.semantic import SEMANTIC, filtered_semantic_statement, semantic_statement
+from shared_core.recall.arms import ArmQuery, semantic
+from shared_core.recall.arms.semantic import (
+    SEMANTIC,
+    filtered_semantic_rows_statement,
+    filtered_semantic_statement,
+    semantic_rows_statement,
+    semantic_statement,
+)
 from shared_core.recall.filters import compile_filter
+from shared_core.recall.hydrate import MemoryRow
 from shared_core.recall.settings import RecallSettings
 from shared_core.recall.timing import Stopwatch
 from shared_core.types import FactType
@@ -46,10 +54,12 @@ def _query(
 
 
 def _rows(engine: MemoryEngine, statement: psycopg.sql.Composable, q: ArmQuery) -> list[tuple[str, float]]:
-    with psycopg.connect(engine.dsn) as conn:
+    """(id, score) of each row, in the statement's order: the score column of the (id, score)
+    statements, the similarity of those reading MemoryRow columns."""
+    with psycopg.connect(engine.dsn, row_factory=dict_row) as conn:
         register_vector(conn)
         rows = conn.execute(statement, q.params(semantic_min=-1.0)).fetchall()
-    return [(str(i), float(s)) for i, s in rows]
+    return [(str(r["id"]), float(r["score"] if "score" in r else r["similarity"])) for r in rows]
 
 
 def test_few_matches_are_ranked_exactly_and_many_take_the_hnsw_scans(engine: MemoryEngine, bank: str) -> None:
@@ -94,6 +104,15 @@ def test_few_matches_are_ranked_exactly_and_many_take_the_hnsw_scans(engine: Mem
         # A memory scores the same on either path.
         scores = dict(plain)
         assert all(abs(s - scores[i]) < 1e-9 for i, s in exact if i in scores)
+        # The statements the arm runs (reading each hit's ranking fields) return the same rows
+        # with the same scores, on both paths.
+        for cap in (semantic.EXACT_MAX_ROWS, 0):
+            whole = _rows(
+                engine, filtered_semantic_rows_statement(q.where_sql, q.dimension, exact_max=cap), q
+            )
+            ranked = _rows(engine, filtered_semantic_statement(q.where_sql, q.dimension, exact_max=cap), q)
+            assert sorted(whole) == sorted(ranked) and whole
+        assert sorted(_rows(engine, semantic_rows_statement(q.where_sql, q.dimension), q)) == sorted(plain)
 
 
 def test_the_arm_takes_the_filtered_statement_only_when_something_filters(engine: MemoryEngine) -> None:
@@ -101,8 +120,11 @@ def test_the_arm_takes_the_filtered_statement_only_when_something_filters(engine
         spec: dict[str, object] | None, tags: list[str] | None, types: tuple[FactType, ...] = ("world",)
     ) -> str:
         query = SEMANTIC.start(_query(engine, "b", spec, tags, types))
-        assert query is not None and query.row_type is ScoredRow
-        return str(query.statement.as_string(None))  # type: ignore[union-attr]
+        assert query is not None
+        statement = str(query.statement.as_string(None))  # type: ignore[union-attr]
+        # both statements read their hits' ranking fields (no hydration for them after)
+        assert query.row_type is MemoryRow
+        return statement
 
     assert "few" not in text(None, None, ("world", "experience", "observation"))
     assert "few" in text({"team": "a"}, None) and "few" in text(None, ["odd"])

@@ -14,6 +14,7 @@ import pytest
 from shared_core.config import EngineConfig
 from shared_core.models import Models
 from shared_core.recall.arms import ScoredRow
+from shared_core.recall.hydrate import MemoryRow
 from shared_core.recall.learned import LearnedScorer
 from shared_core.recall.options import RecallOptions
 from shared_core.recall.pipeline import ARMS, RecallContext, _analyse, recall_plan
@@ -77,6 +78,15 @@ def _context(reranker: Any = "none", **settings: Any) -> RecallContext:
     )
 
 
+def _semantic(query: Query, rows: list[dict[str, Any]] | BaseException) -> Any:
+    """The recorded semantic rows (id, score) as the statement returns them: the unfiltered
+    scan reads each hit's ranking fields too (a MemoryRow, its score the similarity)."""
+    if query.row_type is not MemoryRow or isinstance(rows, BaseException):
+        return rows
+    columns = {f.name for f in dataclasses.fields(MemoryRow)}
+    return [{**{k: STORED[r["id"]][k] for k in columns}, "similarity": r["score"]} for r in rows]
+
+
 def _answer(arms: dict[str, list[dict[str, Any]] | BaseException]):  # type: ignore[no-untyped-def]
     """Rows per arm, recognised by their SQL; hydration from STORED."""
 
@@ -91,7 +101,7 @@ def _answer(arms: dict[str, list[dict[str, Any]] | BaseException]):  # type: ign
         if "mentioned_at BETWEEN" in text:
             return arms.get("temporal", [])
         if '"embedding"::vector(384)) <=>' in text:
-            return arms.get("semantic", [])
+            return _semantic(query, arms.get("semantic", []))
         if "FROM memory_units u\nWHERE u.bank_id = %(bank)s AND u.id = ANY" in text:
             # hydration (ranking fields) and details (returned memories): the columns the
             # statement's row type reads
@@ -99,7 +109,7 @@ def _answer(arms: dict[str, list[dict[str, Any]] | BaseException]):  # type: ign
             columns = {f.name for f in dataclasses.fields(query.row_type)}  # type: ignore[arg-type]
             return [{k: r[k] for k in columns} for i, r in STORED.items() if i in wanted]
         if "u.embedding <=>" in text:
-            return arms.get("semantic", [])
+            return _semantic(query, arms.get("semantic", []))
         if "s.id::text AS seed" in text:
             # the graph's second round: the document neighbours of the reranker's seeds
             return arms.get("neighbours", [])
@@ -413,6 +423,30 @@ def test_a_real_tiny_cross_encoder_gets_the_cross_encoder_profile(tiny_cross_enc
     assert {m.scores.recency_boost for m in result.memories} == {1.1}
 
 
+def test_the_semantic_hits_are_not_hydrated_again() -> None:
+    """The unfiltered semantic statement reads its hits' ranking fields: hydration reads only
+    what the other arms alone found, and nothing at all when the cut is the semantic hits."""
+    semantic = [{"id": A, "score": 0.9}, {"id": B, "score": 0.5}]
+    for arms, hydrated in (
+        ({"semantic": semantic}, []),
+        ({"semantic": semantic, "keyword": [{"id": C, "score": 2.0}]}, [[C]]),
+    ):
+        result, ops = run_recorded(
+            recall_plan(
+                _context(), "Where does Bob live?", RecallOptions(trace=True, arms=["semantic", "keyword"])
+            ),
+            _answer(arms),
+        )  # type: ignore[arg-type]
+        hydrations = [
+            op for op in ops if isinstance(op, Query) and "u.embedding <=> %(qvec)s" in statement_text(op)
+        ]
+        assert [sorted(op.params["ids"]) for op in hydrations] == hydrated  # type: ignore[index]
+        by_id = {m.id: m for m in result.memories}
+        assert {A, B} <= set(by_id)
+        # the ranking fields as hydration would have read them; the similarity is the score
+        assert (by_id[A].text, by_id[A].similarity, by_id[B].similarity) == (STORED[A]["text"], 0.9, 0.5)
+
+
 def test_details_are_read_for_the_returned_memories_only() -> None:
     """Tags, metadata, document pieces and entity names cost a JSON parse and an entity lookup
     per row: they are read for what the token cut keeps, not for every fused candidate."""
@@ -433,7 +467,9 @@ def test_details_are_read_for_the_returned_memories_only() -> None:
             _answer(arms),
         )  # type: ignore[arg-type]
         hydrations = [op for op in ops if isinstance(op, Query) and "u.id = ANY" in statement_text(op)]
-        assert [sorted(op.params["ids"]) for op in hydrations] == [[A, B, C], [B]]  # type: ignore[index]
+        # hydration reads the graph's C only (the semantic statement read A and B whole),
+        # details the memory the cut kept
+        assert [sorted(op.params["ids"]) for op in hydrations] == [[C], [B]]  # type: ignore[index]
         (bob,) = result.memories
         assert (bob.id, bob.entities, bob.document_id, bob.piece, bob.pieces) == (
             B,

@@ -38,6 +38,7 @@ from psycopg import sql
 
 from shared_core.recall.filters import MATCH_ALL, CompiledFilter
 from shared_core.recall.fusion import ArmHit
+from shared_core.recall.hydrate import MemoryRow
 from shared_core.recall.query import TagsMatch
 from shared_core.recall.settings import RecallSettings
 from shared_core.recall.timing import Stopwatch
@@ -131,6 +132,9 @@ class ArmResult:
 
     hits: list[ArmHit] = field(default_factory=list)
     notes: tuple[str, ...] = ()
+    #: The hits whose ranking fields the arm's statement read (the semantic arm's), by id:
+    #: hydration reads only the other candidates.
+    rows: Mapping[str, MemoryRow] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

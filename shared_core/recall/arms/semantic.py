@@ -11,6 +11,7 @@ from psycopg import sql
 
 from shared_core.recall.arms import Arm, ArmQuery, ArmResult, ScoredRow, ranked, rows_or_raise
 from shared_core.recall.filters import MATCH_ALL
+from shared_core.recall.hydrate import MEMORY_COLUMNS, MemoryRow
 from shared_core.recall.timing import Stopwatch
 from shared_core.storage.dimensions import Dimension
 from shared_core.storage.plan import Plan, Query
@@ -20,8 +21,10 @@ __all__ = [
     "EXACT_MAX_ROWS",
     "EXACT_SKIP_ESTIMATE",
     "SEMANTIC",
+    "filtered_semantic_rows_statement",
     "filtered_semantic_statement",
     "matching_estimate_statement",
+    "semantic_rows_statement",
     "semantic_statement",
 ]
 
@@ -41,6 +44,16 @@ _SEMANTIC_SCAN = sql.SQL("""
     ORDER BY {vec} <=> {qvec}
     LIMIT %(n)s""")
 _SEMANTIC = sql.SQL("SELECT id, score FROM ({scan}) s WHERE score >= %(semantic_min)s")
+# The same scan reading its hits' ranking fields (a MemoryRow each, ``similarity`` the score):
+# the index scan fetches each hit's row to filter it anyway, and at 100k the fused cut is
+# most often the semantic hits alone, which hydration then need not read again.
+_SEMANTIC_ROWS_SCAN = sql.SQL("""
+    SELECT {columns}, 1 - ({vec} <=> {qvec}) AS similarity
+    FROM memory_units u
+    WHERE u.bank_id = %(bank)s AND u.fact_type = ANY(%(types)s::text[]) AND {dims} AND {tags}
+    ORDER BY {vec} <=> {qvec}
+    LIMIT %(n)s""")
+_SEMANTIC_ROWS = sql.SQL("SELECT * FROM ({scan}) s WHERE similarity >= %(semantic_min)s")
 
 
 # A filtered recall (tags, a metadata filter, some fact types only) ranks the matching
@@ -79,6 +92,28 @@ SELECT id, score FROM ((
     LIMIT %(n)s)
   UNION ALL ({scan})) s
 WHERE score >= %(semantic_min)s""")
+# The same, reading each hit's ranking fields (as _SEMANTIC_ROWS): the exact branch joins its
+# top n to their memories (n primary-key lookups, as hydration would make), so a filtered
+# recall need not hydrate its semantic hits either.
+_FILTERED_SEMANTIC_ROWS = sql.SQL("""
+WITH matching AS MATERIALIZED (
+    SELECT u.id, {vec} <=> {qvec} AS distance
+    FROM (SELECT * FROM memory_units u
+          WHERE u.bank_id = %(bank)s AND u.fact_type = ANY(%(types)s::text[]) AND {dims} AND {tags}
+          LIMIT {cap} + 1) u
+),
+few AS MATERIALIZED (
+    SELECT count(*) <= {cap} AS yes FROM matching
+)
+SELECT * FROM ((
+    SELECT {columns}, 1 - m.distance AS similarity
+    FROM (SELECT m.id, m.distance FROM matching m
+          WHERE (SELECT yes FROM few)
+          ORDER BY m.distance, m.id
+          LIMIT %(n)s) m
+    JOIN memory_units u ON u.bank_id = %(bank)s AND u.id = m.id)
+  UNION ALL ({scan})) s
+WHERE similarity >= %(semantic_min)s""")
 
 
 # Before the arms start, a filtered recall asks the planner how many memories the filter lets
@@ -132,6 +167,39 @@ def semantic_statement(tags: sql.Composable, dimension: Dimension) -> sql.Compos
     return _SEMANTIC.format(scan=_scan(tags, dimension))
 
 
+def _rows_scan(tags: sql.Composable, dimension: Dimension) -> sql.Composed:
+    return _SEMANTIC_ROWS_SCAN.format(
+        columns=sql.SQL(MEMORY_COLUMNS),
+        tags=tags,
+        vec=dimension.column,
+        qvec=dimension.query(),
+        dims=dimension.predicate,
+    )
+
+
+def semantic_rows_statement(tags: sql.Composable, dimension: Dimension) -> sql.Composed:
+    """:func:`semantic_statement` reading each hit's :class:`MemoryRow` (the score is its
+    ``similarity``): the same rows in the same order."""
+    return _SEMANTIC_ROWS.format(scan=_rows_scan(tags, dimension))
+
+
+def filtered_semantic_rows_statement(
+    tags: sql.Composable, dimension: Dimension, *, exact_max: int = EXACT_MAX_ROWS
+) -> sql.Composed:
+    """:func:`filtered_semantic_statement` reading each hit's :class:`MemoryRow` (the score is
+    its ``similarity``): the same rows (the exact branch's top n joined to their memories)."""
+    gate = sql.SQL("NOT (SELECT yes FROM few) AND {}").format(tags)
+    return _FILTERED_SEMANTIC_ROWS.format(
+        cap=sql.Literal(int(exact_max)),
+        dims=dimension.predicate,
+        tags=tags,
+        vec=dimension.column,
+        qvec=dimension.query(),
+        columns=sql.SQL(MEMORY_COLUMNS),
+        scan=_rows_scan(gate, dimension),
+    )
+
+
 def filtered_semantic_statement(
     tags: sql.Composable, dimension: Dimension, *, exact_max: int = EXACT_MAX_ROWS
 ) -> sql.Composed:
@@ -179,11 +247,13 @@ def _prepare(q: ArmQuery, watch: Stopwatch) -> Plan[ArmQuery]:
 
 
 def _start(q: ArmQuery) -> Query:
-    build = filtered_semantic_statement if _filtered(q) and not _skips_exact(q) else semantic_statement
+    build = (
+        filtered_semantic_rows_statement if _filtered(q) and not _skips_exact(q) else semantic_rows_statement
+    )
     return Query(
         build(q.where_sql, q.dimension),
         q.params(semantic_min=q.settings.semantic_min_similarity),
-        row_type=ScoredRow,
+        row_type=MemoryRow,
     )
 
 
@@ -203,15 +273,19 @@ def relative_cut(rows: Sequence[ScoredRow], fraction: float | None) -> Sequence[
     return [r for r in rows if float(r.score) >= best * fraction]
 
 
-def _finish(q: ArmQuery, rows: Sequence[ScoredRow] | BaseException, watch: Stopwatch) -> Plan[ArmResult]:
+def _finish(q: ArmQuery, rows: Sequence[MemoryRow] | BaseException, watch: Stopwatch) -> Plan[ArmResult]:
     notes = (
         (f"semantic: about {q.matching_estimate:,.0f} memories match the filter (planner): HNSW scan",)
         if _skips_exact(q)
         else ()
     )
-    return ArmResult(
-        hits=ranked(relative_cut(rows_or_raise(rows), q.settings.relative_semantic_cut)), notes=notes
-    )
+    found = {r.id: r for r in rows_or_raise(rows)}
+    scored = [
+        ScoredRow(id=r.id, score=r.similarity if r.similarity is not None else 0.0) for r in found.values()
+    ]
+    kept = ranked(relative_cut(scored, q.settings.relative_semantic_cut))
+    # The kept hits' rows go to hydration, which then reads only the other arms' candidates.
+    return ArmResult(hits=kept, notes=notes, rows={h.id: found[h.id] for h in kept})
     yield  # a plan with no further I/O
 
 
