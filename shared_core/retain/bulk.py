@@ -125,11 +125,15 @@ def bulk_flow(
     batches = split_batches(validated, batch_size)
     if not batches:
         return []
+    # Started first (nothing else to undo if they cannot start), as CPU work: loading the
+    # engine's models must not block an event loop.
+    workers: ExtractionProcesses | None = (
+        (yield Compute(_start_processes, (ctx, processes))) if processes else None
+    )
+    raw = workers.run if workers is not None else None
     bar = RetainProgress(progress)
     bar.start(len(validated))
     executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hindsight-bulk-retain")
-    workers = _start_processes(ctx, processes)
-    raw = workers.run if workers is not None else None
     ids: list[str] = []
     written_documents: set[str] = set()
     try:
@@ -164,7 +168,7 @@ def _start_processes(ctx: RetainContext, processes: int) -> ExtractionProcesses 
     cfg, models = ctx.config, ctx.models
     extractor = models.entity_extractor if cfg.extract_entities else None
     parser = models.date_parser if cfg.extract_dates else None
-    if processes == 0 or (extractor is None and parser is None):
+    if extractor is None and parser is None:
         return None
     return ExtractionProcesses(processes=processes, entity_extractor=extractor, date_parser=parser)
 

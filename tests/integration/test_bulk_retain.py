@@ -144,3 +144,9 @@ def test_bulk_with_extraction_processes_stores_what_in_process_extraction_stores
 def test_a_negative_process_count_is_refused(engine: MemoryEngine, bank: str) -> None:
     with pytest.raises(ConfigurationError, match="processes"):
         engine.retain_bulk(TEXTS[:2], bank=bank, processes=-1, progress=False)
+
+
+def test_async_twin_with_an_extraction_process(engine: MemoryEngine, bank: str) -> None:
+    ids = asyncio.run(engine.aretain_bulk(_items(), bank=bank, batch_size=4, progress=False, processes=1))
+    units, _ = _snapshot(engine, bank)
+    assert len(ids) == len(TEXTS) and any(u["entities"] for u in units)
