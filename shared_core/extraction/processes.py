@@ -70,9 +70,10 @@ def raw_extract(
 ) -> RawResult:
     """The mentions of ``ner_texts`` and the event windows of ``dated`` (text, mentioned_at):
     the part of extraction that depends on one text at a time."""
-    mentions = extractor.extract(list(ner_texts)) if extractor is not None and ner_texts else []
-    if extractor is None:
-        mentions = [[] for _ in ner_texts]
+    if extractor is None or not ner_texts:
+        mentions: list[list[EntityMention]] = [[] for _ in ner_texts]
+    else:
+        mentions = extractor.extract(list(ner_texts))
     windows = [event_window(parser, t, m) if parser is not None else None for t, m in dated]
     return mentions, windows
 
