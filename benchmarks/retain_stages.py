@@ -61,6 +61,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data-dir", type=Path, default=None)
     p.add_argument("--fk-plans", nargs="+", default=["auto"], choices=["auto", "custom"])
     p.add_argument("--neighbour-plans", nargs="+", default=["index"], choices=["index", "sort"])
+    p.add_argument(
+        "--processes",
+        nargs="+",
+        type=int,
+        default=[0],
+        help="retain_bulk's extraction processes per run, in order (0: in this process, the default)",
+    )
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args(argv)
     if locomo_missing(args.data):
@@ -69,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     from _peers import EmbeddingCache
 
     from shared_core import MemoryEngine
+    from shared_core.extraction.processes import ExtractionProcesses
     from shared_core.retain import extract, flow, links
     from shared_core.storage import runner
     from shared_core.types import MemoryItem
@@ -85,8 +93,9 @@ def main(argv: list[str] | None = None) -> int:
         (runner, "_exec_sync"): _statement_label,
         (runner, "_copy_sync"): _statement_label,
         (flow, "prepare_retain"): "cpu prepare_retain (all of the below)",
-        (extract, "_entities"): "cpu   entities (spaCy NER, in-batch resolution)",
-        (extract, "_with_dates"): "cpu   dates (Duckling, pre-checked)",
+        (flow, "extract"): "cpu   extract (dates, entities, resolution, signals)",
+        (extract, "raw_extract"): "cpu     NER + dates in this process",
+        (ExtractionProcesses, "run"): "cpu     NER + dates in the worker processes (wait)",
         (flow, "prepare_units"): "cpu   prepare_units (split)",
         (links, "link_weights"): "cpu link_weights (in-batch semantic pairs, temporal, causal)",
     }
@@ -99,11 +108,11 @@ def main(argv: list[str] | None = None) -> int:
     generic = links.GENERIC_PLAN_CACHE_MODE
     neighbour_settings = links.SEMANTIC_NEIGHBOUR_SETTINGS
     sort_settings = {k: v for k, v in neighbour_settings.items() if k != "enable_sort"}
-    cases = [(f, n) for f in args.fk_plans for n in args.neighbour_plans]
+    cases = [(f, n, w) for w in args.processes for f in args.fk_plans for n in args.neighbour_plans]
     runs = []
     with MemoryEngine(data_dir=data_dir) as engine:
         engine.retain(items[:20], bank="retain-stages-warmup", progress=False)
-        for variant, neighbours in cases:
+        for variant, neighbours, workers in cases:
             links.SEMANTIC_NEIGHBOUR_SETTINGS = neighbour_settings if neighbours == "index" else sort_settings
             # "custom": the same statements, the switch to 'auto' replaced by a no-op.
             links.GENERIC_PLAN_CACHE_MODE = (
@@ -116,7 +125,9 @@ def main(argv: list[str] | None = None) -> int:
             started = time.perf_counter()
             with timed_calls(targets) as stages:
                 if args.bulk:
-                    engine.retain_bulk(items, bank=bank, batch_size=args.batch, progress=False)
+                    engine.retain_bulk(
+                        items, bank=bank, batch_size=args.batch, progress=False, processes=workers
+                    )
                 else:
                     for s in range(0, args.n, args.batch):
                         engine.retain(items[s : s + args.batch], bank=bank, progress=False)
@@ -126,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
             run = {
                 "fk_plans": variant,
                 "neighbour_plans": neighbours,
+                "processes": workers,
                 "seconds": round(seconds, 2),
                 "per_second": round(args.n / seconds, 1),
                 "loadavg": {"start": load_start, "end": [round(x, 2) for x in os.getloadavg()]},
@@ -136,7 +148,8 @@ def main(argv: list[str] | None = None) -> int:
             }
             runs.append(run)
             print(
-                f"fk plans {variant}, neighbour plans {neighbours}: {args.n} memories in "
+                f"fk plans {variant}, neighbour plans {neighbours}, processes {workers}: "
+                f"{args.n} memories in "
                 f"{seconds:.1f} s ({args.n / seconds:.1f}/s), "
                 f"load {run['loadavg']}"
             )

@@ -7,7 +7,9 @@ an item's explicit dates or entities always win over extraction.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+import datetime as _dt
+import functools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from shared_core.extraction.entities import (
@@ -15,12 +17,17 @@ from shared_core.extraction.entities import (
     entity_match_key,
     resolve_in_batch,
 )
+from shared_core.extraction.processes import RawResult, raw_extract
 from shared_core.protocols import DateParser, EntityExtractor
 from shared_core.retain.prepare import PreparedUnit
 from shared_core.text import cjk_bigrams, date_renderings
-from shared_core.types import MemoryItem, TimeWindow
+from shared_core.types import EntityMention, MemoryItem, TimeWindow
 
-__all__ = ["Extraction", "extract"]
+__all__ = ["Extraction", "RawExtraction", "extract"]
+
+#: The per-text part of extraction: (texts to run NER on, (text, mentioned_at) to date) to
+#: (mentions per text, event window per dated text).
+RawExtraction = Callable[[list[str], list[tuple[str, _dt.datetime]]], RawResult]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -35,29 +42,13 @@ class Extraction:
 
 
 def _with_dates(
-    units: Sequence[PreparedUnit], items: Sequence[MemoryItem], parser: DateParser | None
+    units: Sequence[PreparedUnit], todo: Sequence[int], windows: Sequence[TimeWindow | None]
 ) -> list[PreparedUnit]:
-    if parser is None:
-        return list(units)
-    out = []
-    for unit in units:
-        if items[unit.item_index].occurred_start is not None:
-            out.append(unit)
-            continue
-        window_of = getattr(parser, "event_window", None)
-        window: TimeWindow | None
-        if window_of is not None:
-            window = window_of(unit.text, unit.mentioned_at)
-        else:
-            mentions = parser.parse_dates(unit.text, unit.mentioned_at)
-            window = mentions[0].window if mentions else None
-        if window is None:
-            out.append(unit)
-        else:
-            out.append(
-                dataclasses.replace(
-                    unit, occurred_start=window.start, occurred_end=window.end, date_grain=window.grain
-                )
+    out = list(units)
+    for i, window in zip(todo, windows, strict=True):
+        if window is not None:
+            out[i] = dataclasses.replace(
+                units[i], occurred_start=window.start, occurred_end=window.end, date_grain=window.grain
             )
     return out
 
@@ -65,21 +56,17 @@ def _with_dates(
 def _entities(
     units: Sequence[PreparedUnit],
     items: Sequence[MemoryItem],
-    extractor: EntityExtractor | None,
+    todo: Sequence[int],
+    found: Sequence[Sequence[EntityMention]],
     threshold: float,
 ) -> list[list[str]]:
     names: list[list[str]] = [[] for _ in units]
-    todo = []
     for i, unit in enumerate(units):
         explicit = items[unit.item_index].entities
         if explicit is not None:
             names[i] = [canonicalize_entity_name(e) for e in explicit]
-        elif extractor is not None:
-            todo.append(i)
-    if todo and extractor is not None:
-        found = extractor.extract([units[i].text for i in todo])
-        for i, mentions in zip(todo, found, strict=True):
-            names[i] = [m.name for m in mentions]
+    for i, mentions in zip(todo, found, strict=True):
+        names[i] = [m.name for m in mentions]
     mapping = resolve_in_batch([n for per_unit in names for n in per_unit], threshold=threshold)
     out = []
     for per_unit in names:
@@ -95,10 +82,31 @@ def extract(
     date_parser: DateParser | None,
     entity_extractor: EntityExtractor | None,
     entity_threshold: float,
+    raw: RawExtraction | None = None,
 ) -> Extraction:
-    """Dates, then entities, then the keyword signals built from both."""
-    dated = _with_dates(units, items, date_parser)
-    entities = _entities(dated, items, entity_extractor, entity_threshold)
+    """Dates, then entities, then the keyword signals built from both.
+
+    ``raw`` computes the per-text part (the mentions of the units to run NER on, the event
+    windows of the units to date); by default in this process with the given models, else e.g.
+    :meth:`ExtractionProcesses.run <shared_core.extraction.processes.ExtractionProcesses.run>`
+    built from the same models. An item's explicit dates or entities skip that part."""
+    date_todo = (
+        [i for i, u in enumerate(units) if items[u.item_index].occurred_start is None]
+        if date_parser is not None
+        else []
+    )
+    ner_todo = (
+        [i for i, u in enumerate(units) if items[u.item_index].entities is None]
+        if entity_extractor is not None
+        else []
+    )
+    if raw is None:
+        raw = functools.partial(raw_extract, entity_extractor, date_parser)
+    found, windows = raw(
+        [units[i].text for i in ner_todo], [(units[i].text, units[i].mentioned_at) for i in date_todo]
+    )
+    dated = _with_dates(units, date_todo, windows)
+    entities = _entities(dated, items, ner_todo, found, entity_threshold)
     signals = []
     for unit, names in zip(dated, entities, strict=True):
         window = (

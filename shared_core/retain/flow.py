@@ -22,7 +22,7 @@ import psycopg
 from shared_core.config import DEFAULT_TEMPORAL_LINK_FLOOR, EngineConfig
 from shared_core.errors import InvalidItemError
 from shared_core.models import Models
-from shared_core.retain.extract import extract
+from shared_core.retain.extract import RawExtraction, extract
 from shared_core.retain.neighbours import context_vectors, index_contexts, unit_predecessors
 from shared_core.retain.plan import RetainRequest, merge_vectors, retain_plan
 from shared_core.retain.prepare import coerce_items, materialise_items, prepare_units
@@ -116,8 +116,12 @@ def prepare_retain(
     bank: str,
     document_id: str | None,
     bar: RetainProgress | None = None,
+    raw: RawExtraction | None = None,
 ) -> tuple[RetainRequest, npt.NDArray[np.float32]]:
-    """Validate, split, embed and extract (CPU only): the retain plan's request and vectors."""
+    """Validate, split, embed and extract (CPU only): the retain plan's request and vectors.
+
+    ``raw``: where the per-text extraction runs (:func:`~shared_core.retain.extract.extract`);
+    in this process by default."""
     cfg, models = ctx.config, ctx.models
     now = ctx.now()
     validated = coerce_items(items, document_id=document_id)
@@ -151,6 +155,7 @@ def prepare_retain(
         date_parser=models.date_parser if cfg.extract_dates else None,
         entity_extractor=models.entity_extractor if cfg.extract_entities else None,
         entity_threshold=cfg.entity_similarity_threshold,
+        raw=raw,
     )
     bar.stage("writing", done=2)
     replace = sorted({i.document_id for i in validated if i.document_id is not None})

@@ -12,7 +12,7 @@ import psycopg
 import pytest
 
 from shared_core import MemoryEngine
-from shared_core.errors import InvalidItemError
+from shared_core.errors import ConfigurationError, InvalidItemError
 from shared_core.types import MemoryItem
 
 T0 = dt.datetime(2024, 5, 3, 14, 0, tzinfo=dt.UTC)
@@ -127,3 +127,26 @@ def test_index_references_stay_inside_their_batch(engine: MemoryEngine, bank: st
 def test_async_twin(engine: MemoryEngine, bank: str) -> None:
     ids = asyncio.run(engine.aretain_bulk(TEXTS[:5], bank=bank, batch_size=2, progress=False))
     assert len(ids) == 5 and engine.stats(bank).memories == 5
+
+
+def test_bulk_with_extraction_processes_stores_what_in_process_extraction_stores(
+    engine: MemoryEngine, bank: str
+) -> None:
+    in_process = f"{bank}-local"
+    engine.retain_bulk(_items(), bank=in_process, batch_size=4, progress=False, processes=0)
+    engine.retain_bulk(_items(), bank=bank, batch_size=4, progress=False, processes=2)
+    local_units, local_links = _snapshot(engine, in_process)
+    units, links = _snapshot(engine, bank)
+    assert units == local_units and links == local_links
+    assert any(u["entities"] for u in units) and any(u["occurred_start"] for u in units)
+
+
+def test_a_negative_process_count_is_refused(engine: MemoryEngine, bank: str) -> None:
+    with pytest.raises(ConfigurationError, match="processes"):
+        engine.retain_bulk(TEXTS[:2], bank=bank, processes=-1, progress=False)
+
+
+def test_async_twin_with_an_extraction_process(engine: MemoryEngine, bank: str) -> None:
+    ids = asyncio.run(engine.aretain_bulk(_items(), bank=bank, batch_size=4, progress=False, processes=1))
+    units, _ = _snapshot(engine, bank)
+    assert len(ids) == len(TEXTS) and any(u["entities"] for u in units)
