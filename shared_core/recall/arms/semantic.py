@@ -74,7 +74,7 @@ _SEMANTIC_ROWS = sql.SQL("SELECT * FROM ({scan}) s WHERE similarity >= %(semanti
 # 4.4 -> 1.9; tags any, untagged included (39,699) 81 -> 101 (HNSW alone 27: the 15,001 rows
 # read first are the cost). With a cap of 10,000: 65 / 43 / 166 / 1.9 / 77.
 EXACT_MAX_ROWS = 15_000
-_FILTERED_SEMANTIC = sql.SQL("""
+_FILTERED_MATCHING = sql.SQL("""
 WITH matching AS MATERIALIZED (
     SELECT u.id, {vec} <=> {qvec} AS distance
     FROM (SELECT * FROM memory_units u
@@ -84,7 +84,8 @@ WITH matching AS MATERIALIZED (
 few AS MATERIALIZED (
     SELECT count(*) <= {cap} AS yes FROM matching
 )
-SELECT id, score FROM ((
+""")
+_FILTERED_SEMANTIC = sql.SQL("""{matching}SELECT id, score FROM ((
     SELECT m.id::text AS id, 1 - m.distance AS score
     FROM matching m
     WHERE (SELECT yes FROM few)
@@ -95,17 +96,7 @@ WHERE score >= %(semantic_min)s""")
 # The same, reading each hit's ranking fields (as _SEMANTIC_ROWS): the exact branch joins its
 # top n to their memories (n primary-key lookups, as hydration would make), so a filtered
 # recall need not hydrate its semantic hits either.
-_FILTERED_SEMANTIC_ROWS = sql.SQL("""
-WITH matching AS MATERIALIZED (
-    SELECT u.id, {vec} <=> {qvec} AS distance
-    FROM (SELECT * FROM memory_units u
-          WHERE u.bank_id = %(bank)s AND u.fact_type = ANY(%(types)s::text[]) AND {dims} AND {tags}
-          LIMIT {cap} + 1) u
-),
-few AS MATERIALIZED (
-    SELECT count(*) <= {cap} AS yes FROM matching
-)
-SELECT * FROM ((
+_FILTERED_SEMANTIC_ROWS = sql.SQL("""{matching}SELECT * FROM ((
     SELECT {columns}, 1 - m.distance AS similarity
     FROM (SELECT m.id, m.distance FROM matching m
           WHERE (SELECT yes FROM few)
@@ -183,6 +174,18 @@ def semantic_rows_statement(tags: sql.Composable, dimension: Dimension) -> sql.C
     return _SEMANTIC_ROWS.format(scan=_rows_scan(tags, dimension))
 
 
+def _matching(tags: sql.Composable, dimension: Dimension, exact_max: int) -> sql.Composed:
+    """The filtered statements' common head: the matching memories (at most ``exact_max`` + 1)
+    and whether they are few enough to rank exactly."""
+    return _FILTERED_MATCHING.format(
+        cap=sql.Literal(int(exact_max)),
+        dims=dimension.predicate,
+        tags=tags,
+        vec=dimension.column,
+        qvec=dimension.query(),
+    )
+
+
 def filtered_semantic_rows_statement(
     tags: sql.Composable, dimension: Dimension, *, exact_max: int = EXACT_MAX_ROWS
 ) -> sql.Composed:
@@ -190,11 +193,7 @@ def filtered_semantic_rows_statement(
     its ``similarity``): the same rows (the exact branch's top n joined to their memories)."""
     gate = sql.SQL("NOT (SELECT yes FROM few) AND {}").format(tags)
     return _FILTERED_SEMANTIC_ROWS.format(
-        cap=sql.Literal(int(exact_max)),
-        dims=dimension.predicate,
-        tags=tags,
-        vec=dimension.column,
-        qvec=dimension.query(),
+        matching=_matching(tags, dimension, exact_max),
         columns=sql.SQL(MEMORY_COLUMNS),
         scan=_rows_scan(gate, dimension),
     )
@@ -207,11 +206,7 @@ def filtered_semantic_statement(
     ``exact_max`` match, else the HNSW scan of :func:`semantic_statement`."""
     gate = sql.SQL("NOT (SELECT yes FROM few) AND {}").format(tags)
     return _FILTERED_SEMANTIC.format(
-        cap=sql.Literal(int(exact_max)),
-        dims=dimension.predicate,
-        tags=tags,
-        vec=dimension.column,
-        qvec=dimension.query(),
+        matching=_matching(tags, dimension, exact_max),
         scan=_scan(gate, dimension),
     )
 
