@@ -29,6 +29,10 @@ DEFAULT_TS_CONFIG: Final = "english"
 
 # --- retain -------------------------------------------------------------------------------------
 DEFAULT_EMBED_BATCH_SIZE: Final = 64
+# Concurrent queries one forward pass of the query embedder may take together (1: each query
+# its own pass). A batch pays torch's per-module Python dispatch (GIL-bound) once for all its
+# texts; 16 bounds how much padding a long query adds to the short ones it is batched with.
+DEFAULT_QUERY_BATCH_MAX: Final = 16
 DEFAULT_PROGRESS_THRESHOLD: Final = 200
 DEFAULT_UNIT_MAX_TOKENS: Final = 512
 DEFAULT_SENTENCE_WINDOW_TOKENS: Final = 128
