@@ -16,7 +16,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from shared_core.config import DEFAULT_EMBED_BATCH_SIZE, DEFAULT_EMBEDDING_MODEL, DEFAULT_QUERY_BATCH_MAX
+from shared_core.config import (
+    DEFAULT_EMBED_BATCH_SIZE,
+    DEFAULT_EMBEDDING_MODEL,
+    DEFAULT_QUERY_BATCH_CAP,
+    DEFAULT_QUERY_BATCH_MAX,
+)
 from shared_core.errors import ModelUnavailableError
 from shared_core.quiet import quiet_model_loading
 
@@ -157,7 +162,7 @@ class QueryBatcher:
         one: Callable[[str], npt.NDArray[np.float32]],
         many: Callable[[list[str]], npt.NDArray[np.float32]],
         *,
-        max_batch: int = DEFAULT_QUERY_BATCH_MAX,
+        max_batch: int = DEFAULT_QUERY_BATCH_CAP,
     ) -> None:
         if max_batch < 1:
             raise ValueError(f"max_batch must be at least 1, got {max_batch}")
@@ -222,9 +227,9 @@ class QueryBatcher:
 class SentenceTransformerEmbedder:
     """Embeds texts with a sentence-transformers model into L2-normalised float32 vectors.
 
-    The model loads on first use. Thread-safe: ``encode`` is re-entrant for inference, and
-    concurrent :meth:`embed_query` calls share forward passes of up to ``query_batch_max``
-    texts (:class:`QueryBatcher`; 1 turns that off: each query its own pass, concurrently).
+    The model loads on first use. Thread-safe: ``encode`` is re-entrant for inference. With
+    ``query_batch_max`` above 1, concurrent :meth:`embed_query` calls share forward passes of
+    up to that many texts (:class:`QueryBatcher`); the default, 1, gives each its own pass.
 
     >>> emb = SentenceTransformerEmbedder()          # all-MiniLM-L6-v2, 384 dimensions
     >>> emb.embed_query("Where does Alice work?").shape

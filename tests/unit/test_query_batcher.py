@@ -163,10 +163,11 @@ def test_max_batch_below_one_is_refused() -> None:
         QueryBatcher(_vector, lambda texts: np.stack([_vector(t) for t in texts]), max_batch=0)
 
 
-def test_the_embedder_batches_queries_unless_told_one() -> None:
+def test_the_embedder_batches_queries_when_told_more_than_one() -> None:
     # Constructing an embedder loads no model: these are the settings alone.
-    batched = SentenceTransformerEmbedder()._queries
-    assert batched is not None and batched._max_batch == DEFAULT_QUERY_BATCH_MAX
-    assert SentenceTransformerEmbedder(query_batch_max=1)._queries is None  # each its own pass
+    assert DEFAULT_QUERY_BATCH_MAX == 1  # off by default (see shared_core/config.py)
+    batched = SentenceTransformerEmbedder(query_batch_max=16)._queries
+    assert batched is not None and batched._max_batch == 16
+    assert SentenceTransformerEmbedder()._queries is None  # each its own pass, as before
     with pytest.raises(ValueError, match="query_batch_max"):
         SentenceTransformerEmbedder(query_batch_max=0)
