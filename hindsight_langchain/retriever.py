@@ -17,6 +17,7 @@ It takes what LangChain's ``VectorStoreRetriever`` takes (``k``, ``search_type``
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -237,7 +238,9 @@ class HindsightRetriever(BaseRetriever):
         vectors = query_vector = None
         if spec.search_type == "mmr" and result.memories:
             vectors = await self.engine.avectors([m.id for m in result.memories], bank=options["bank"])
-            query_vector = self.engine.embedder.embed_query(query)
+            # On a worker thread, as arecall embeds: a forward pass (and, with queries of other
+            # threads in flight, the wait to share one) would otherwise stall the event loop.
+            query_vector = await asyncio.to_thread(self.engine.embedder.embed_query, query)
         return self._select(spec, k, result, vectors, query_vector)
 
     # ------------------------------------------------------------------ documents

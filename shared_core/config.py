@@ -29,6 +29,15 @@ DEFAULT_TS_CONFIG: Final = "english"
 
 # --- retain -------------------------------------------------------------------------------------
 DEFAULT_EMBED_BATCH_SIZE: Final = 64
+# Concurrent queries one forward pass of the query embedder may take together (1: off, each
+# query its own pass, concurrently). Off by default: at 100k, 8 clients, 2 cores, 16 raised
+# throughput 1.45-1.49x -> 1.72-1.79x of one client's, but one client's own throughput was
+# lower in every batched run (14.5-15.0 against 16.3-17.1 q/s, unexplained; the lone path is
+# the same pass), so half the rise is a smaller denominator (docs/benchmarks/latency.md).
+DEFAULT_QUERY_BATCH_MAX: Final = 1
+# A QueryBatcher's cap when not told one (the value measured above): it bounds how much padding
+# a long query adds to the short ones it is batched with.
+DEFAULT_QUERY_BATCH_CAP: Final = 16
 DEFAULT_PROGRESS_THRESHOLD: Final = 200
 DEFAULT_UNIT_MAX_TOKENS: Final = 512
 DEFAULT_SENTENCE_WINDOW_TOKENS: Final = 128

@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -239,6 +240,34 @@ def test_mmr_diversifies(engine: MemoryEngine, bank: str) -> None:
         ]
     )
     assert sorted(ids(r.invoke("Geneva train"))) in (["a1", "b"], ["a2", "b"])
+
+
+async def test_async_mmr_matches_sync_and_embeds_off_the_event_loop(engine: MemoryEngine, bank: str) -> None:
+    r = LangChainRetriever(
+        engine=engine, bank=bank, search_type="mmr", search_kwargs={"k": 2, "fetch_k": 10, "lambda_mult": 0.3}
+    )
+    await r.aadd_documents(
+        [
+            Document(id="a1", page_content="The train to Geneva leaves at nine."),
+            Document(id="a2", page_content="The train to Geneva leaves at nine o'clock."),
+            Document(id="b", page_content="Geneva has a large lake and a famous fountain."),
+        ]
+    )
+    loop_thread = threading.get_ident()
+    threads: list[int] = []
+    embed_query = engine.embedder.embed_query
+
+    def spy(text: str) -> Any:
+        threads.append(threading.get_ident())
+        return embed_query(text)
+
+    engine.embedder.embed_query = spy  # type: ignore[method-assign]
+    try:
+        got = ids(await r.ainvoke("Geneva train"))
+    finally:
+        del engine.embedder.embed_query
+    assert got == ids(r.invoke("Geneva train"))
+    assert threads and loop_thread not in threads  # a forward pass never stalls the loop
 
 
 @pytest.mark.parametrize(
