@@ -98,21 +98,14 @@ def _forward_one(model: Any, text: str) -> npt.NDArray[np.float32]:
     encode's own, in its order, so the vectors are the same bits (checked on the bench queries;
     ``tests/integration/test_query_threads.py``).
     """
-    import torch
-
-    if model.training:  # encode sets eval mode on every call; a model being trained is not
-        model.eval()
-    with torch.inference_mode():
-        features = model.preprocess([text])
-        out = model(features)["sentence_embedding"]
-        out = torch.nn.functional.normalize(out, p=2, dim=1)
-        vector: npt.NDArray[np.float32] = np.asarray(out.float().cpu().numpy()[0], dtype=np.float32)
+    vector: npt.NDArray[np.float32] = _forward_many(model, [text])[0]
     return vector
 
 
 def _forward_many(model: Any, texts: list[str]) -> npt.NDArray[np.float32]:
-    """:func:`_forward_one` for several texts in one forward pass, one row each (padded to the
-    longest; the attention mask keeps the padding out of every row's vector).
+    """Several texts' vectors in one forward pass, one row each (padded to the longest; the
+    attention mask keeps the padding out of every row's vector). :func:`_forward_one` is the
+    batch of one.
 
     Not the same bits as each text alone: a batch of two or more multiplies matrices of
     another shape, whose sums run in another order. On the 50 bench queries every row differed

@@ -28,7 +28,7 @@ import psycopg
 from shared_core.errors import ConfigurationError, InvalidItemError
 from shared_core.extraction.processes import ExtractionProcesses
 from shared_core.retain.extract import RawExtraction
-from shared_core.retain.flow import RetainContext, prepare_retain, retain_error
+from shared_core.retain.flow import RetainContext, extraction_models, prepare_retain, retain_error
 from shared_core.retain.plan import RetainRequest, retain_plan
 from shared_core.retain.prepare import _REFERENCE_FIELDS, coerce_items, materialise_items
 from shared_core.retain.progress import RetainProgress
@@ -165,9 +165,7 @@ def bulk_flow(
 
 
 def _start_processes(ctx: RetainContext, processes: int) -> ExtractionProcesses | None:
-    cfg, models = ctx.config, ctx.models
-    extractor = models.entity_extractor if cfg.extract_entities else None
-    parser = models.date_parser if cfg.extract_dates else None
+    extractor, parser = extraction_models(ctx)
     if extractor is None and parser is None:
         return None
     return ExtractionProcesses(processes=processes, entity_extractor=extractor, date_parser=parser)

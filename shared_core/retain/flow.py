@@ -22,6 +22,7 @@ import psycopg
 from shared_core.config import DEFAULT_TEMPORAL_LINK_FLOOR, EngineConfig
 from shared_core.errors import InvalidItemError
 from shared_core.models import Models
+from shared_core.protocols import DateParser, EntityExtractor
 from shared_core.retain.extract import RawExtraction, extract
 from shared_core.retain.neighbours import context_vectors, index_contexts, unit_predecessors
 from shared_core.retain.plan import RetainRequest, merge_vectors, retain_plan
@@ -110,6 +111,16 @@ def retain_error(exc: psycopg.Error, request: RetainRequest) -> Exception:
     return mapped if isinstance(mapped, Exception) else exc
 
 
+def extraction_models(ctx: RetainContext) -> tuple[EntityExtractor | None, DateParser | None]:
+    """The entity extractor and date parser a retain runs (None: that extraction is off), in
+    this process or in :class:`~shared_core.extraction.processes.ExtractionProcesses`."""
+    cfg, models = ctx.config, ctx.models
+    return (
+        models.entity_extractor if cfg.extract_entities else None,
+        models.date_parser if cfg.extract_dates else None,
+    )
+
+
 def prepare_retain(
     ctx: RetainContext,
     items: Sequence[Any] | str | bytes,
@@ -149,11 +160,12 @@ def prepare_retain(
     own_vectors = merge_vectors(validated, units, lambda texts: embed(ctx, texts, bar))
     vectors = context_vectors(own_vectors, previous, cfg.context_vector_weight)
     bar.stage("extracting", done=1)
+    extractor, parser = extraction_models(ctx)
     extraction = extract(
         units,
         validated,
-        date_parser=models.date_parser if cfg.extract_dates else None,
-        entity_extractor=models.entity_extractor if cfg.extract_entities else None,
+        date_parser=parser,
+        entity_extractor=extractor,
         entity_threshold=cfg.entity_similarity_threshold,
         raw=raw,
     )
