@@ -29,10 +29,10 @@ __all__ = ["GRAPH", "NEIGHBOURS", "graph_statement", "neighbour_plan", "query_en
 # semantic and keyword arms doing the same on the same cores) made this statement 58.8 ms p50
 # at 100k, against ~10 ms for the expansion alone (measured, quiet machine).
 _SEEDS = sql.SQL("""
-seeds AS MATERIALIZED (SELECT unnest(%(link_seeds)s::uuid[]) AS id)""")
+seeds AS MATERIALIZED (SELECT unnest(%(link_seeds)b::uuid[]) AS id)""")
 _RESTART = sql.SQL("""
 restart AS MATERIALIZED (
-    SELECT s.id, s.mass FROM unnest(%(seed_ids)s::uuid[], %(seed_mass)s::float8[]) AS s(id, mass)
+    SELECT s.id, s.mass FROM unnest(%(seed_ids)b::uuid[], %(seed_mass)s::float8[]) AS s(id, mass)
 )""")
 
 # Two steps of a personalised PageRank over the bipartite memory-entity graph. The restart
@@ -260,7 +260,7 @@ CROSS JOIN LATERAL (
      WHERE p.bank_id = s.bank_id AND p.document_id = s.document_id AND p.id > s.id
      ORDER BY p.id LIMIT %(window)s)
 ) n
-WHERE s.bank_id = %(bank)s AND s.id = ANY(%(ids)s::uuid[]) AND s.document_id IS NOT NULL"""
+WHERE s.bank_id = %(bank)s AND s.id = ANY(%(ids)b::uuid[]) AND s.document_id IS NOT NULL"""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
