@@ -21,8 +21,8 @@ from shared_core.recall.arms import Arm, ArmQuery, ArmResult
 from shared_core.recall.arms.graph import GRAPH, neighbour_plan
 from shared_core.recall.arms.keyword import KEYWORD, keyword_terms
 from shared_core.recall.arms.semantic import SEMANTIC
-from shared_core.recall.arms.temporal import TEMPORAL, DatedHit, asks_when, temporal_proximity
-from shared_core.recall.boosts import BoostInput, apply_boosts, stated_time_match
+from shared_core.recall.arms.temporal import TEMPORAL, asks_when, temporal_proximity
+from shared_core.recall.boosts import BoostInput, apply_boosts, effective_date, stated_time_match
 from shared_core.recall.budget import chunk_fill, resolve_budget, token_cut
 from shared_core.recall.filters import compile_filter
 from shared_core.recall.fusion import ArmHit, FusedCandidate, reciprocal_rank_fusion
@@ -482,16 +482,10 @@ def _boost_input(candidate: FusedCandidate, row: MemoryRow, window: TimeWindow |
     proximity = candidate.temporal_proximity
     if proximity is None and window is not None:
         # Found by another arm but dated: it still deserves its closeness to the window
-        # (the leading implementation gives such candidates nothing).
-        hit = DatedHit(
-            id=row.id,
-            similarity=0.0,
-            occurred_start=row.occurred_start,
-            occurred_end=row.occurred_end,
-            mentioned_at=row.mentioned_at,
-            date_grain=row.date_grain,
-        )
-        proximity = temporal_proximity(hit.date, window)
+        # (the leading implementation gives such candidates nothing). Its date as a temporal
+        # hit's (DatedHit.date), without building one per candidate.
+        date = effective_date(row.occurred_start, row.occurred_end, row.mentioned_at, row.date_grain)
+        proximity = temporal_proximity(date, window)
     return BoostInput(
         id=candidate.id,
         occurred_start=row.occurred_start,

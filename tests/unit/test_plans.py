@@ -96,7 +96,7 @@ def _answer(arms: dict[str, list[dict[str, Any]] | BaseException]):  # type: ign
             return arms.get("graph_fallback" if "entity_hits" not in text else "graph", [])
         if "kterms" in text:
             return arms.get("keyword", [])
-        if "unnest(%(frontier)s" in text:
+        if "unnest(%(frontier)" in text:  # sent as %s or %b
             return arms.get("temporal_hop", [])
         if "mentioned_at BETWEEN" in text:
             return arms.get("temporal", [])
@@ -300,7 +300,7 @@ def test_the_graph_statement_runs_while_the_temporal_arm_spreads() -> None:
     (graph,) = _graph_queries(ops)
     launch = next(i for i, op in enumerate(ops) if isinstance(op, Launch) and graph in op.queries)
     hops = [
-        i for i, op in enumerate(ops) if isinstance(op, Query) and "unnest(%(frontier)s" in statement_text(op)
+        i for i, op in enumerate(ops) if isinstance(op, Query) and "unnest(%(frontier)" in statement_text(op)
     ]
     collect = next(i for i, op in enumerate(ops) if isinstance(op, Collect) and i > launch)
     assert hops and launch < hops[0] and hops[-1] < collect
