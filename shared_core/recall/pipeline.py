@@ -247,15 +247,25 @@ def _search(
             results[name] = yield from ARMS[name].finish(aq, rows[name], watch)
     seeded_aq = dataclasses.replace(aq, prior={name: result.hits for name, result in results.items()})
     second = {name: query for name in seeded if (query := ARMS[name].start(seeded_aq)) is not None}
-    launched = (yield Launch(tuple(second.values()))) if second else None
-    for name in first:
-        if name not in seeds and name in rows:
+    meanwhile = [name for name in first if name not in seeds and name in rows]
+    second_rows: list[Any] = []
+    if second and meanwhile:
+        launched = yield Launch(tuple(second.values()))
+        for name in meanwhile:
             results[name] = yield from ARMS[name].finish(aq, rows[name], watch)
-    if launched is not None:
         with watch.stage("seeded_arms"):
             second_rows = yield Collect(launched)
-        for name, result in zip(second, second_rows, strict=True):
-            results[name] = yield from ARMS[name].finish(seeded_aq, result, watch)
+    else:
+        # Nothing to finish meanwhile (no temporal rows: most questions name no time): run the
+        # second round at once, which the sync runner does in this thread (a Launch is always
+        # handed to another one, and this one would only wait for it).
+        for name in meanwhile:
+            results[name] = yield from ARMS[name].finish(aq, rows[name], watch)
+        if second:
+            with watch.stage("seeded_arms"):
+                second_rows = yield Concurrently(tuple(second.values()))
+    for name, result in zip(second, second_rows, strict=True):
+        results[name] = yield from ARMS[name].finish(seeded_aq, result, watch)
     for name in ARMS:
         if name in wanted and name in results:
             notes.extend(results[name].notes)
