@@ -7,7 +7,9 @@ Each tree runs in a worker process of its own (this interpreter, ``PYTHONPATH`` 
 on the same embedded server; the driver sends both the same query in turn, so both see the same
 load. Prints p50/p95 per stage and of the headline (total without query embedding and rerank)
 for each side, the blocking network waits per recall (``Connection.wait`` calls: round trips,
-roughly; every connection of the process counted), the load average, and whether both returned
+roughly; every connection of the process counted), the client process's CPU time per recall
+(all its threads, the query embedding included: less sensitive to other jobs on the machine
+than wall-clock stages), the load average, and whether both returned
 the same memories with the same scores and cosine similarities for every query.
 """
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -24,7 +27,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 _WORKER = r"""
-import json, os, sys, threading
+import json, os, sys, threading, time
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -52,9 +55,11 @@ with MemoryEngine(data_dir=os.environ["HINDSIGHT_BENCH_PGDATA"],
     for line in sys.stdin:
         i = int(line)
         waits[0] = 0
+        cpu = time.process_time()
         r = engine.recall(queries.texts[i % len(queries.texts)], bank=bank,
                           query_timestamp=queries.query_time, trace=True, **({"reranker": "none"} | options))
-        print(json.dumps({"t": r.trace.timings_ms, "waits": waits[0],
+        cpu = (time.process_time() - cpu) * 1e3
+        print(json.dumps({"t": r.trace.timings_ms, "waits": waits[0], "cpu": cpu,
                           "ids": [m.id for m in r.memories], "scores": [m.score for m in r.memories],
                           "sims": [m.similarity for m in r.memories]}),
               flush=True)
@@ -163,6 +168,16 @@ def main() -> int:
     wa = sorted(r["waits"] for r in got["A"])
     wb = sorted(r["waits"] for r in got["B"])
     print(f"  network waits per recall (median): A {wa[len(wa) // 2]} | B {wb[len(wb) // 2]}")
+    from recall_latency import headline_ms
+
+    diffs = [headline_ms(rb["t"]) - headline_ms(ra["t"]) for ra, rb in zip(got["A"], got["B"], strict=True)]
+    faster = sum(d < 0 for d in diffs) / len(diffs) if diffs else 0.0
+    print(
+        f"  headline B - A, paired by query (the same query, one right after the other): median "
+        f"{statistics.median(diffs):+.2f} ms, B faster in {faster:.0%} of calls"
+    )
+    ca, cb = (statistics.median(r["cpu"] for r in got[side]) for side in ("A", "B"))
+    print(f"  client CPU per recall, all threads, embedding included (median ms): A {ca:.2f} | B {cb:.2f}")
     print(
         f"  identical results (ids, scores and cosine similarities): "
         f"{args.warmup + args.calls - len(differ)} of {args.warmup + args.calls}; differ at {differ}"

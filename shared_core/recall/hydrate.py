@@ -42,7 +42,11 @@ MEMORY_COLUMNS = """u.id::text AS id, u.text, u.context, u.fact_type, u.occurred
        u.mentioned_at, u.date_grain, u.proof_count, u.document_id, u.chunk_id"""
 
 # The fused candidates not hydrated yet (up to ``rerank_max_candidates``). The ids travel as
-# text and are cast by the server (no ``uuid.UUID`` per id in Python).
+# text and are cast by the server (no ``uuid.UUID`` per id in Python), in binary (``%(ids)b``):
+# psycopg's text form of a list quotes each element after a regex test, 1.4-4.5 us an id
+# (~0.3-1 ms for the ~250 ids of a hydration at 100k) against 0.2 us; the server folds the cast
+# into the same constant array, so the plan and the rows are the same (measured). Every list
+# of ids below travels so.
 HYDRATE = (
     """
 SELECT """
@@ -50,7 +54,7 @@ SELECT """
     + """,
        1 - (u.embedding <=> %(qvec)s) AS similarity
 FROM memory_units u
-WHERE u.bank_id = %(bank)s AND u.id = ANY(%(ids)s::uuid[])"""
+WHERE u.bank_id = %(bank)s AND u.id = ANY(%(ids)b::uuid[])"""
 )
 
 # What only a returned memory shows, for the memories recall returns (after the token cut):
@@ -72,10 +76,10 @@ SELECT u.id::text AS id, u.tags, u.metadata,
                    ON e.bank_id = ue.bank_id AND e.id = ue.entity_id
                  WHERE ue.bank_id = u.bank_id AND ue.unit_id = u.id), '{}') AS entities
 FROM memory_units u
-WHERE u.bank_id = %(bank)s AND u.id = ANY(%(ids)s::uuid[])"""
+WHERE u.bank_id = %(bank)s AND u.id = ANY(%(ids)b::uuid[])"""
 
 CHUNKS = """
-SELECT chunk_id, text FROM chunks WHERE bank_id = %(bank)s AND chunk_id = ANY(%(ids)s::text[])"""
+SELECT chunk_id, text FROM chunks WHERE bank_id = %(bank)s AND chunk_id = ANY(%(ids)b::text[])"""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -155,7 +159,7 @@ def details_plan(bank: str, ids: Sequence[str]) -> Plan[dict[str, MemoryDetails]
 FILL = """
 SELECT u.id::text AS id FROM memory_units u
 WHERE u.bank_id = %(bank)s AND u.fact_type = ANY(%(types)s::text[]) AND {where}
-  AND u.id <> ALL(%(seen)s::uuid[])
+  AND u.id <> ALL(%(seen)b::uuid[])
 ORDER BY u.embedding <=> %(qvec)s, u.id
 LIMIT %(fill)s"""
 

@@ -21,8 +21,8 @@ from shared_core.recall.arms import Arm, ArmQuery, ArmResult
 from shared_core.recall.arms.graph import GRAPH, neighbour_plan
 from shared_core.recall.arms.keyword import KEYWORD, keyword_terms
 from shared_core.recall.arms.semantic import SEMANTIC
-from shared_core.recall.arms.temporal import TEMPORAL, DatedHit, asks_when, temporal_proximity
-from shared_core.recall.boosts import BoostInput, apply_boosts, stated_time_match
+from shared_core.recall.arms.temporal import TEMPORAL, asks_when, temporal_proximity
+from shared_core.recall.boosts import BoostInput, apply_boosts, effective_date, stated_time_match
 from shared_core.recall.budget import chunk_fill, resolve_budget, token_cut
 from shared_core.recall.filters import compile_filter
 from shared_core.recall.fusion import ArmHit, FusedCandidate, reciprocal_rank_fusion
@@ -247,15 +247,25 @@ def _search(
             results[name] = yield from ARMS[name].finish(aq, rows[name], watch)
     seeded_aq = dataclasses.replace(aq, prior={name: result.hits for name, result in results.items()})
     second = {name: query for name in seeded if (query := ARMS[name].start(seeded_aq)) is not None}
-    launched = (yield Launch(tuple(second.values()))) if second else None
-    for name in first:
-        if name not in seeds and name in rows:
+    meanwhile = [name for name in first if name not in seeds and name in rows]
+    second_rows: list[Any] = []
+    if second and meanwhile:
+        launched = yield Launch(tuple(second.values()))
+        for name in meanwhile:
             results[name] = yield from ARMS[name].finish(aq, rows[name], watch)
-    if launched is not None:
         with watch.stage("seeded_arms"):
             second_rows = yield Collect(launched)
-        for name, result in zip(second, second_rows, strict=True):
-            results[name] = yield from ARMS[name].finish(seeded_aq, result, watch)
+    else:
+        # Nothing to finish meanwhile (no temporal rows: most questions name no time): run the
+        # second round at once, which the sync runner does in this thread (a Launch is always
+        # handed to another one, and this one would only wait for it).
+        for name in meanwhile:
+            results[name] = yield from ARMS[name].finish(aq, rows[name], watch)
+        if second:
+            with watch.stage("seeded_arms"):
+                second_rows = yield Concurrently(tuple(second.values()))
+    for name, result in zip(second, second_rows, strict=True):
+        results[name] = yield from ARMS[name].finish(seeded_aq, result, watch)
     for name in ARMS:
         if name in wanted and name in results:
             notes.extend(results[name].notes)
@@ -482,16 +492,10 @@ def _boost_input(candidate: FusedCandidate, row: MemoryRow, window: TimeWindow |
     proximity = candidate.temporal_proximity
     if proximity is None and window is not None:
         # Found by another arm but dated: it still deserves its closeness to the window
-        # (the leading implementation gives such candidates nothing).
-        hit = DatedHit(
-            id=row.id,
-            similarity=0.0,
-            occurred_start=row.occurred_start,
-            occurred_end=row.occurred_end,
-            mentioned_at=row.mentioned_at,
-            date_grain=row.date_grain,
-        )
-        proximity = temporal_proximity(hit.date, window)
+        # (the leading implementation gives such candidates nothing). Its date as a temporal
+        # hit's (DatedHit.date), without building one per candidate.
+        date = effective_date(row.occurred_start, row.occurred_end, row.mentioned_at, row.date_grain)
+        proximity = temporal_proximity(date, window)
     return BoostInput(
         id=candidate.id,
         occurred_start=row.occurred_start,

