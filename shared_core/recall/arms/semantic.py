@@ -10,7 +10,7 @@ from typing import Any
 from psycopg import sql
 
 from shared_core.recall.arms import Arm, ArmQuery, ArmResult, ScoredRow, ranked, rows_or_raise
-from shared_core.recall.filters import MATCH_ALL
+from shared_core.recall.filters import MATCH_ALL, range_conditions, range_values_plan
 from shared_core.recall.hydrate import MEMORY_COLUMNS, MemoryRow
 from shared_core.recall.timing import Stopwatch
 from shared_core.storage.dimensions import Dimension
@@ -228,9 +228,16 @@ def _skips_exact(q: ArmQuery) -> bool:
 
 
 def _prepare(q: ArmQuery, watch: Stopwatch) -> Plan[ArmQuery]:
-    """``q`` with the planner's estimate of the memories its filter matches (unfiltered: ``q``)."""
+    """``q`` with the planner's estimate of the memories its filter matches (unfiltered: ``q``),
+    its filter's ranges first given their index-served form (``range_values_plan``): every arm
+    started after this reads that filter (the keyword statement, launched before, the original:
+    the same memories either way)."""
     if not _filtered(q):
         return q
+    if range_conditions(q.filter.tree):
+        with watch.stage("filter_values"):
+            indexed = yield from range_values_plan(q.bank, q.filter)
+        q = dataclasses.replace(q, filter=indexed)
     with watch.stage("filter_estimate"):
         estimate: float = yield Query(
             matching_estimate_statement(q.where_sql),
