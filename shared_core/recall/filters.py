@@ -58,8 +58,10 @@ __all__ = [
     "escape_like",
     "parse_filter",
     "range_conditions",
+    "range_value_queries",
     "range_values_plan",
     "range_values_statement",
+    "with_range_values",
 ]
 
 FilterOp = Literal[
@@ -598,6 +600,36 @@ def _range_params(bank: str, c: Condition) -> dict[str, Any]:
     return params
 
 
+def range_value_queries(bank: str, compiled: CompiledFilter) -> tuple[tuple[Condition, Query], ...]:
+    """The lookups :func:`range_values_plan` runs (independent statements: a caller may send
+    them together, with others, in one :class:`~shared_core.storage.plan.Pipeline`), each
+    with the range condition it serves. None for a filter already given its values."""
+    if compiled.indexed:
+        return ()
+    out = []
+    for c in range_conditions(compiled.tree):
+        statement = range_values_statement(c)
+        if statement is not None:
+            out.append((c, Query(statement, _range_params(bank, c), row_type=_ValueRow)))
+    return tuple(out)
+
+
+def with_range_values(
+    compiled: CompiledFilter, found: Mapping[Condition, Sequence[_ValueRow]]
+) -> CompiledFilter:
+    """``compiled`` recompiled with the values ``found`` by :func:`range_value_queries` (a
+    range passing more than :data:`RANGE_VALUES_MAX` values, or on a key whose values are not
+    all listed, left as it was); ``compiled`` itself when nothing changes."""
+    sets = {
+        c: tuple(r.value for r in rows)
+        for c, rows in found.items()
+        if len(rows) <= RANGE_VALUES_MAX and all(r.listed for r in rows)
+    }
+    if not sets:
+        return compiled
+    return compile_filter(compiled.tree, value_sets=sets)
+
+
 def range_values_plan(bank: str, compiled: CompiledFilter) -> Plan[CompiledFilter]:
     """``compiled`` with each range condition of its tree also tested as "equals one of the
     values under its key that pass it" (:func:`compile_filter`'s ``value_sets``), which the
@@ -607,15 +639,7 @@ def range_values_plan(bank: str, compiled: CompiledFilter) -> Plan[CompiledFilte
 
     The lookup and the recall's statements are separate statements: a memory retained in
     between with a new value in the range is not seen, as if it had been retained after."""
-    ranges = range_conditions(compiled.tree) if not compiled.indexed else ()
-    sets: dict[Condition, Sequence[str]] = {}
-    for c in ranges:
-        statement = range_values_statement(c)
-        if statement is None:
-            continue
-        rows: list[_ValueRow] = yield Query(statement, _range_params(bank, c), row_type=_ValueRow)
-        if len(rows) <= RANGE_VALUES_MAX and all(r.listed for r in rows):
-            sets[c] = tuple(r.value for r in rows)
-    if not sets:
-        return compiled
-    return compile_filter(compiled.tree, value_sets=sets)
+    found: dict[Condition, Sequence[_ValueRow]] = {}
+    for c, query in range_value_queries(bank, compiled):
+        found[c] = yield query
+    return with_range_values(compiled, found)

@@ -178,16 +178,19 @@ def test_recall_with_a_range_filter_returns_the_same_memories(
         bank=bank,
     )
     spec = {"$and": [{"team": "er"}, {"year": {"$gte": 2022}}]}
-    traced = engine.recall("a walk in the mountains", bank=bank, filter=spec, k=12, trace=True)
-    assert traced.trace is not None and "filter_values" in traced.trace.timings_ms
-    # The same recall with the ranges left as they were (the lookup bypassed).
-    monkeypatch.setattr(semantic, "range_values_plan", lambda bank, compiled: _unchanged(compiled))
+    applied: list[filters.CompiledFilter] = []
+
+    def recording(compiled: filters.CompiledFilter, found: Any) -> filters.CompiledFilter:
+        applied.append(filters.with_range_values(compiled, found))
+        return applied[-1]
+
+    monkeypatch.setattr(semantic, "with_range_values", recording)
+    indexed = engine.recall("a walk in the mountains", bank=bank, filter=spec, k=12)
+    assert [c.indexed for c in applied] == [True]  # the arms ran with the rewritten filter
+    # The same recall with the ranges left as they were (no lookup).
+    monkeypatch.setattr(semantic, "range_value_queries", lambda bank, compiled: ())
     plain = engine.recall("a walk in the mountains", bank=bank, filter=spec, k=12)
-    assert [(m.id, m.score) for m in traced.memories] == [(m.id, m.score) for m in plain.memories]
+    assert len(applied) == 1
+    assert [(m.id, m.score) for m in indexed.memories] == [(m.id, m.score) for m in plain.memories]
     assert len(plain.memories) == 12
     assert all(m.metadata["year"] >= 2022 for m in plain.memories)
-
-
-def _unchanged(compiled: filters.CompiledFilter) -> Iterator[Any]:
-    return compiled
-    yield  # a plan with no I/O

@@ -10,11 +10,11 @@ from typing import Any
 from psycopg import sql
 
 from shared_core.recall.arms import Arm, ArmQuery, ArmResult, ScoredRow, ranked, rows_or_raise
-from shared_core.recall.filters import MATCH_ALL, range_conditions, range_values_plan
+from shared_core.recall.filters import MATCH_ALL, range_value_queries, with_range_values
 from shared_core.recall.hydrate import MEMORY_COLUMNS, MemoryRow
 from shared_core.recall.timing import Stopwatch
 from shared_core.storage.dimensions import Dimension
-from shared_core.storage.plan import Plan, Query
+from shared_core.storage.plan import Pipeline, Plan, Query
 from shared_core.types import FACT_TYPES
 
 __all__ = [
@@ -229,23 +229,24 @@ def _skips_exact(q: ArmQuery) -> bool:
 
 def _prepare(q: ArmQuery, watch: Stopwatch) -> Plan[ArmQuery]:
     """``q`` with the planner's estimate of the memories its filter matches (unfiltered: ``q``),
-    its filter's ranges first given their index-served form (``range_values_plan``): every arm
-    started after this reads that filter (the keyword statement, launched before, the original:
-    the same memories either way)."""
+    and its filter's ranges given their index-served form (``range_value_queries``, one lookup
+    per range, sent in the estimate's round trip): every arm started after this reads that
+    filter (the keyword statement, launched before, the original: the same memories either
+    way). The estimate reads the original filter, as before the rewrite (the planner estimates
+    a jsonpath test from its statistics' sample, the added test would only lower it)."""
     if not _filtered(q):
         return q
-    if range_conditions(q.filter.tree):
-        with watch.stage("filter_values"):
-            indexed = yield from range_values_plan(q.bank, q.filter)
-        q = dataclasses.replace(q, filter=indexed)
+    lookups = range_value_queries(q.bank, q.filter)
+    estimate_query = Query(
+        matching_estimate_statement(q.where_sql), q.params(), fetch="one", row_type=_plan_rows
+    )
     with watch.stage("filter_estimate"):
-        estimate: float = yield Query(
-            matching_estimate_statement(q.where_sql),
-            q.params(),
-            fetch="one",
-            row_type=_plan_rows,
-        )
-    return dataclasses.replace(q, matching_estimate=estimate)
+        if not lookups:
+            estimate: float = yield estimate_query
+            return dataclasses.replace(q, matching_estimate=estimate)
+        estimate, *found = yield Pipeline((estimate_query, *(query for _, query in lookups)))
+    indexed = with_range_values(q.filter, {c: rows for (c, _), rows in zip(lookups, found, strict=True)})
+    return dataclasses.replace(q, filter=indexed, matching_estimate=estimate)
 
 
 def _start(q: ArmQuery) -> Query:
