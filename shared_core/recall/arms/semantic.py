@@ -229,22 +229,24 @@ def _skips_exact(q: ArmQuery) -> bool:
 
 def _prepare(q: ArmQuery, watch: Stopwatch) -> Plan[ArmQuery]:
     """``q`` with the planner's estimate of the memories its filter matches (unfiltered: ``q``),
-    and its filter's ranges given their index-served form (``range_value_queries``, one lookup
-    per range, sent in the estimate's round trip): every arm started after this reads that
-    filter (the keyword statement, launched before, the original: the same memories either
-    way). The estimate reads the original filter, as before the rewrite (the planner estimates
-    a jsonpath test from its statistics' sample, the added test would only lower it)."""
+    and its filter in the arms' form (``with_range_values``): ranges also tested as "equals one
+    of the values passing them" (``range_value_queries``, one lookup per range, sent in the
+    estimate's round trip), which the GIN index serves, and tests it cannot serve kept out of
+    its scans. Every arm started after this reads that filter (the keyword statement, launched
+    before, the original: the same memories either way). The estimate reads the original
+    filter, as before (the planner estimates ``@?`` tests from its statistics' sample)."""
     if not _filtered(q):
         return q
     lookups = range_value_queries(q.bank, q.filter)
     estimate_query = Query(
         matching_estimate_statement(q.where_sql), q.params(), fetch="one", row_type=_plan_rows
     )
+    found: list[Any] = []
     with watch.stage("filter_estimate"):
-        if not lookups:
-            estimate: float = yield estimate_query
-            return dataclasses.replace(q, matching_estimate=estimate)
-        estimate, *found = yield Pipeline((estimate_query, *(query for _, query in lookups)))
+        if lookups:
+            estimate, *found = yield Pipeline((estimate_query, *(query for _, query in lookups)))
+        else:
+            estimate = yield estimate_query
     indexed = with_range_values(q.filter, {c: rows for (c, _), rows in zip(lookups, found, strict=True)})
     return dataclasses.replace(q, filter=indexed, matching_estimate=estimate)
 
