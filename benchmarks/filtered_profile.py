@@ -46,7 +46,7 @@ _NAMES = (
     ("unnest(%(frontier)s", "temporal-hop"),
     ("occurred_start IS NOT NULL ORDER BY", "dated-evidence"),
     ("u.id <> ALL(%(seen)s", "fill"),
-    ("ORDER BY (embedding", "semantic"),
+    ("SELECT * FROM ( SELECT u.id::text AS id, u.text", "semantic"),
     ("u.tags, u.metadata", "details"),
     ("u.text, u.context, u.fact", "hydrate"),
 )
