@@ -20,6 +20,12 @@ Semantics (those of langchain-postgres ``PGVector``, with types respected):
 - dates and datetimes given as values compare as the ISO strings retain stores them as;
 - a dotted key (``"author.name"``) reaches into nested objects.
 
+Indexes: equality (``$eq``, ``$in``, a list's element) is served by the ``jsonb_path_ops`` GIN
+index of migration 0008; a range (``$lt $lte $gt $gte $between``) by the same index, as "equals
+one of the values under the key that pass it", read from ``metadata_values`` (migration 0018)
+before the arms run (:func:`range_values_plan`); every other test is a recheck of the rows
+those select.
+
 >>> tree = parse_filter({"team": "er", "year": {"$gte": 2020}})
 >>> tree.clauses[1]
 Condition(key=('year',), op='gte', value=2020)
@@ -322,8 +328,11 @@ class CompiledFilter:
     params: Mapping[str, Any] = field(default_factory=dict)
     #: The tree compiled (None for :data:`MATCH_ALL`): what :func:`range_values_plan` recompiles.
     tree: FilterExpr | None = None
-    #: Whether compiled for the arms' statements (:func:`with_range_values`): ranges given
-    #: their index-served equality tests, tests no index serves kept out of index scans.
+    #: Whether the tests the GIN index cannot narrow by are kept out of index scans
+    #: (``compile_filter``'s ``gin_only``).
+    gin_only: bool = False
+    #: Whether compiled with the values of its ranges (:func:`with_range_values`): the arms'
+    #: final form.
     indexed: bool = False
 
 
@@ -509,7 +518,13 @@ def compile_filter(
         column if column is not None else sql.Identifier("u", "metadata"), prefix, value_sets, gin_only
     )
     clause = compiler.compile(tree)
-    return CompiledFilter(clause=clause, params=dict(compiler.params), tree=tree, indexed=gin_only)
+    return CompiledFilter(
+        clause=clause,
+        params=dict(compiler.params),
+        tree=tree,
+        gin_only=gin_only,
+        indexed=value_sets is not None,
+    )
 
 
 # --------------------------------------------------------------------------- indexed ranges

@@ -10,7 +10,7 @@ from typing import Any
 from psycopg import sql
 
 from shared_core.recall.arms import Arm, ArmQuery, ArmResult, ScoredRow, ranked, rows_or_raise
-from shared_core.recall.filters import MATCH_ALL, range_value_queries, with_range_values
+from shared_core.recall.filters import MATCH_ALL, compile_filter, range_value_queries, with_range_values
 from shared_core.recall.hydrate import MEMORY_COLUMNS, MemoryRow
 from shared_core.recall.timing import Stopwatch
 from shared_core.storage.dimensions import Dimension
@@ -238,8 +238,11 @@ def _prepare(q: ArmQuery, watch: Stopwatch) -> Plan[ArmQuery]:
     if not _filtered(q):
         return q
     lookups = range_value_queries(q.bank, q.filter)
+    # The estimate reads every test as ``@?`` (the planner's sample-based estimate; a
+    # function call would get a fixed guess), whatever form the arms run.
+    planner = dataclasses.replace(q, filter=compile_filter(q.filter.tree)) if q.filter.gin_only else q
     estimate_query = Query(
-        matching_estimate_statement(q.where_sql), q.params(), fetch="one", row_type=_plan_rows
+        matching_estimate_statement(planner.where_sql), planner.params(), fetch="one", row_type=_plan_rows
     )
     found: list[Any] = []
     with watch.stage("filter_estimate"):
