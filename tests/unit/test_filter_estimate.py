@@ -101,7 +101,7 @@ def test_the_estimate_reads_every_test_as_the_planner_estimates_it() -> None:
     """The arms run ``$ne``'s key test as ``jsonb_path_exists`` (out of the GIN index's scans:
     it cannot narrow by it); the planner's estimate, which decides the exact attempt, still reads
     it as ``@?`` (sample-based), so the decision is the one the filter always had."""
-    result, ops = run_recorded(
+    _, ops = run_recorded(
         recall_plan(_context(), "Where does Bob live?", RecallOptions(filter={"team": {"$ne": "er"}})),
         _estimating(10.0),
     )
