@@ -209,3 +209,15 @@ def test_recall_with_a_range_filter_returns_the_same_memories(
     assert [(m.id, m.score) for m in indexed.memories] == [(m.id, m.score) for m in plain.memories]
     assert len(plain.memories) == 12
     assert all(m.metadata["year"] >= 2022 for m in plain.memories)
+
+
+async def test_the_async_recall_reads_the_range_values_too(engine: MemoryEngine, bank: str) -> None:
+    """The lookups ride the estimate's round trip in a Pipeline on the async runner as well."""
+    engine.retain(
+        [MemoryItem(text=f"Budget note {i}", metadata={"year": 2018 + i % 8}) for i in range(24)], bank=bank
+    )
+    options: dict[str, Any] = {"bank": bank, "filter": {"year": {"$between": [2020, 2022]}}, "k": 10}
+    synced = engine.recall("the quarterly budget", **options)
+    awaited = await engine.arecall("the quarterly budget", **options)
+    assert [(m.id, m.score) for m in awaited.memories] == [(m.id, m.score) for m in synced.memories]
+    assert len(synced.memories) == 9 and all(2020 <= m.metadata["year"] <= 2022 for m in synced.memories)
