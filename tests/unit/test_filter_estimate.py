@@ -95,3 +95,17 @@ def test_the_keyword_arm_alone_asks_for_no_estimate() -> None:
         _estimating(10**9),
     )
     assert not any(isinstance(op, Query) and _explains(op) for op in ops)
+
+
+def test_the_estimate_reads_every_test_as_the_planner_estimates_it() -> None:
+    """The arms run ``$ne``'s key test as ``jsonb_path_exists`` (out of the GIN index's scans:
+    it cannot narrow by it); the planner's estimate, which decides the exact attempt, still reads
+    it as ``@?`` (sample-based), so the decision is the one the filter always had."""
+    _, ops = run_recorded(
+        recall_plan(_context(), "Where does Bob live?", RecallOptions(filter={"team": {"$ne": "er"}})),
+        _estimating(10.0),
+    )
+    explained = next(statement_text(op) for op in ops if isinstance(op, Query) and _explains(op))
+    assert explained.count("@?") == 2 and "jsonb_path_exists" not in explained
+    semantic = _semantic(ops)
+    assert "jsonb_path_exists" in semantic and semantic.count("@?") == 2  # NOT @? (the values)

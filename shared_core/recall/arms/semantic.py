@@ -10,11 +10,11 @@ from typing import Any
 from psycopg import sql
 
 from shared_core.recall.arms import Arm, ArmQuery, ArmResult, ScoredRow, ranked, rows_or_raise
-from shared_core.recall.filters import MATCH_ALL
+from shared_core.recall.filters import MATCH_ALL, compile_filter, range_value_queries, with_range_values
 from shared_core.recall.hydrate import MEMORY_COLUMNS, MemoryRow
 from shared_core.recall.timing import Stopwatch
 from shared_core.storage.dimensions import Dimension
-from shared_core.storage.plan import Plan, Query
+from shared_core.storage.plan import Pipeline, Plan, Query
 from shared_core.types import FACT_TYPES
 
 __all__ = [
@@ -228,17 +228,30 @@ def _skips_exact(q: ArmQuery) -> bool:
 
 
 def _prepare(q: ArmQuery, watch: Stopwatch) -> Plan[ArmQuery]:
-    """``q`` with the planner's estimate of the memories its filter matches (unfiltered: ``q``)."""
+    """``q`` with the planner's estimate of the memories its filter matches (unfiltered: ``q``),
+    and its filter in the arms' form (``with_range_values``): ranges also tested as "equals one
+    of the values passing them" (``range_value_queries``, one lookup per range, sent in the
+    estimate's round trip), which the GIN index serves, and tests it cannot serve kept out of
+    its scans. Every arm started after this reads that filter (the keyword statement, launched
+    before, the original: the same memories either way). The estimate reads the original
+    filter, as before (the planner estimates ``@?`` tests from its statistics' sample)."""
     if not _filtered(q):
         return q
+    lookups = range_value_queries(q.bank, q.filter)
+    # The estimate reads every test as ``@?`` (the planner's sample-based estimate; a
+    # function call would get a fixed guess), whatever form the arms run.
+    planner = dataclasses.replace(q, filter=compile_filter(q.filter.tree)) if q.filter.gin_only else q
+    estimate_query = Query(
+        matching_estimate_statement(planner.where_sql), planner.params(), fetch="one", row_type=_plan_rows
+    )
+    found: list[Any] = []
     with watch.stage("filter_estimate"):
-        estimate: float = yield Query(
-            matching_estimate_statement(q.where_sql),
-            q.params(),
-            fetch="one",
-            row_type=_plan_rows,
-        )
-    return dataclasses.replace(q, matching_estimate=estimate)
+        if lookups:
+            estimate, *found = yield Pipeline((estimate_query, *(query for _, query in lookups)))
+        else:
+            estimate = yield estimate_query
+    indexed = with_range_values(q.filter, {c: rows for (c, _), rows in zip(lookups, found, strict=True)})
+    return dataclasses.replace(q, filter=indexed, matching_estimate=estimate)
 
 
 def _start(q: ArmQuery) -> Query:
