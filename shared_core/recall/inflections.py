@@ -17,12 +17,12 @@ are mostly another word (below).
 Left out on purpose, because the other word is common and the group would match it: "bit"
 (bite; "a bit"), "bore"/"born" (bear; "boring" stems to "bore"), "rose" (rise; the flower),
 "wound" (wind), "ground" (grind), "lay"/"lain" (lie; "lay" is its own verb), "dove" (dive),
-"found" as a verb of its own, "lives"/"leaves" (life, leaf: Snowball stems them to "live",
-"leav", the verbs). Verbs whose forms are all alike (put, cut, hit, read, set, ...) and the
+"found" as a verb of its own, the plurals "lives" and "leaves" (life, leaf: Snowball stems
+them to "live", "leav", the verbs). Verbs whose forms are all alike (put, cut, hit, read, set, ...) and the
 stop-word verbs (be, have, do: Postgres drops them) need no entry.
 
 >>> inflection_group("went")
-('went', 'go', 'gone')
+('went', 'go', 'goes', 'going', 'gone')
 >>> inflection_group("children")
 ('children', 'child')
 >>> inflection_group("pottery")
@@ -37,8 +37,8 @@ from typing import Final
 __all__ = ["IRREGULAR_PLURALS", "IRREGULAR_VERBS", "inflection_group", "inflection_groups"]
 
 # One verb a line: base, past, past participle; "a/b" gives alternatives, "-" a form left out
-# (above). Regular forms ("goes", "going", "learned") are not listed: Snowball stems them to
-# the base already.
+# (above). The third person and the -ing form are added by rule (_regular) so that a question
+# written with them finds the group; Snowball stems them to the base, the past forms it cannot.
 _VERBS: Final = """
 arise arose arisen
 awake awoke awoken
@@ -217,8 +217,37 @@ def _parse(table: str) -> tuple[tuple[str, ...], ...]:
     return tuple(rows)
 
 
-#: Irregular verbs: (base, past and participle forms), a few hundred.
-IRREGULAR_VERBS: Final = _parse(_VERBS)
+_VOWELS: Final = frozenset("aeiou")
+
+
+def _regular(base: str) -> tuple[str, str]:
+    """The third person and -ing form of ``base`` by the spelling rules (right for every verb
+    of the table; tests/unit/test_inflections.py checks a sample): a question asks "When is
+    Mara going ...?" as often as "When did Mara go ...?", and the word is looked up as written."""
+    if base.endswith(("s", "sh", "ch", "x", "z", "o")):
+        third = base + "es"
+    elif base.endswith("y") and base[-2] not in _VOWELS:
+        third = base[:-1] + "ies"
+    else:
+        third = base + "s"
+    if base.endswith("e") and not base.endswith("ee"):
+        ing = base[:-1] + "ing"
+    elif (
+        len(base) >= 3
+        and base[-1] not in _VOWELS | {"w", "x", "y"}
+        and base[-2] in _VOWELS
+        and base[-3] not in _VOWELS
+    ):
+        ing = base + base[-1] + "ing"  # run, swim, begin, forget: the last consonant doubles
+    else:
+        ing = base + "ing"
+    return third, ing
+
+
+#: Irregular verbs: (base, third person, -ing form, past and participle forms), a few hundred.
+IRREGULAR_VERBS: Final = tuple(
+    tuple(dict.fromkeys((row[0], *_regular(row[0]), *row[1:]))) for row in _parse(_VERBS)
+)
 #: Irregular plurals: (singular, plural).
 IRREGULAR_PLURALS: Final = _parse(_PLURALS)
 
@@ -249,7 +278,7 @@ def inflection_groups(words: Iterable[str]) -> list[tuple[str, ...]]:
     already brought ("saw" after "see") adds none.
 
     >>> inflection_groups(["see", "saw", "bowl"])
-    [('see', 'saw', 'seen'), ('bowl',)]
+    [('see', 'sees', 'seeing', 'saw', 'seen'), ('bowl',)]
     """
     seen: set[str] = set()
     out: list[tuple[str, ...]] = []

@@ -260,7 +260,7 @@ def word_forms(words: Sequence[str], *, inflections: bool) -> tuple[list[str], l
     else every word is its own group.
 
     >>> word_forms(["when", "go", "went", "pottery"], inflections=True)
-    (['when', 'go', 'went', 'gone', 'pottery'], [1, 2, 2, 2, 3])
+    (['when', 'go', 'goes', 'going', 'went', 'gone', 'pottery'], [1, 2, 2, 2, 2, 2, 3])
     """
     groups = inflection_groups(words) if inflections else [(w,) for w in words]
     forms = [form for group in groups for form in group]
