@@ -538,3 +538,19 @@ def test_an_inflection_group_is_one_term_of_the_budget(
     assert result.trace is not None
     assert {i for i, _ in result.trace.arms["keyword"]} == {ids["went"], ids["both"], ids["gone"]}
     assert not any("cut" in note for note in result.trace.notes)
+
+
+def test_words_of_one_inflection_group_count_once_against_the_term_limit(
+    plain: MemoryEngine, went_bank: tuple[str, dict[str, str]]
+) -> None:
+    bank, _ = went_bank
+    # 17 words, "saw" and "seen" in one group: 16 terms, none cut
+    query = "saw seen " + " ".join(f"w{i}x" for i in range(15))
+    grouped = _with(plain, keyword_max_terms=16).recall(query, bank=bank, trace=True)
+    assert grouped.trace is not None
+    assert not any("cut" in note for note in grouped.trace.notes)
+    plain_words = _with(plain, keyword_max_terms=16, keyword_inflections=False).recall(
+        query, bank=bank, trace=True
+    )
+    assert plain_words.trace is not None
+    assert any("keyword terms cut to the 16 rarest" in note for note in plain_words.trace.notes)

@@ -1,5 +1,6 @@
 """The keyword arm: full text over ``search_vector``, ranked by Okapi BM25 (from the bank's
-term statistics) or ``ts_rank_cd``; the query's words are chosen rarest first."""
+term statistics) or ``ts_rank_cd``; the query's words, each with its irregular forms as one
+term (:mod:`shared_core.recall.inflections`), are chosen rarest first."""
 
 from __future__ import annotations
 
@@ -284,7 +285,9 @@ def _start(q: ArmQuery) -> Query | None:
 
 def _finish(q: ArmQuery, rows: Sequence[ScoredRow] | BaseException, watch: Stopwatch) -> Plan[ArmResult]:
     max_terms = q.settings.keyword_max_terms
-    cut = len(q.words) + len(q.bigrams) > max_terms
+    # one term per group: "see" and "saw" in one question are one term
+    _, groups = word_forms(q.words, inflections=q.settings.keyword_inflections)
+    cut = len(set(groups)) + len(q.bigrams) > max_terms
     return ArmResult(
         hits=ranked(rows_or_raise(rows)),
         notes=(f"keyword terms cut to the {max_terms} rarest",) if cut else (),
