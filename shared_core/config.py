@@ -106,6 +106,10 @@ DEFAULT_KEYWORD_MAX_TERMS: Final = 16
 DEFAULT_KEYWORD_MAX_POSTINGS: Final = 2000
 DEFAULT_KEYWORD_BANK_MAX_DF: Final = 0.25
 DEFAULT_KEYWORD_BANK_MIN_ROWS: Final = 0
+# A query word's irregular English forms ("go": went, gone) search with it as one term
+# (shared_core/recall/inflections.py): questions are asked in the present about memories told
+# in the past, and Snowball stems "went" to "went".
+DEFAULT_KEYWORD_INFLECTIONS: Final = True
 # "bm25": Okapi BM25 from term_stats and bank_stats; "fulltext": ts_rank_cd (cover density),
 # which has no IDF. BM25 measured better on LoCoMo (docs/benchmarks.md): keyword arm alone
 # 65.2 vs 60.3 R@10, all ten conversations.

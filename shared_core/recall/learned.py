@@ -62,6 +62,7 @@ import numpy.typing as npt
 from shared_core.recall.arms.temporal import asks_when as _asks_when
 from shared_core.recall.arms.temporal import temporal_proximity
 from shared_core.recall.boosts import _grain_end, effective_date
+from shared_core.recall.inflections import inflection_group
 from shared_core.recall.text_scan import TextScan
 from shared_core.types import ARM_NAMES, ArmName, DateGrain, TimeWindow, as_utc
 
@@ -98,6 +99,27 @@ _MAX_WORDS: Final = 300
 def _content_terms(text: str) -> frozenset[str]:
     """Lower-cased words of 3+ characters that are not stop words, cut to a 6-letter stem."""
     return frozenset(w[:6] for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in _STOP)
+
+
+# An irregular form of a question's word (shared_core.recall.inflections) covers the word's
+# term: "When did Mara buy a car?" is covered by "Mara bought a car" as by "Mara buys a car".
+# A form of four letters or more matches as a term does (its 6-letter stem as a word prefix);
+# a shorter one only as a whole word: "met", "ran", "sat", "won" begin "metal", "random",
+# "Saturday", "wonderful".
+_FORM_PREFIX_MIN: Final = 4
+
+
+def _term_forms(text: str) -> tuple[tuple[str, frozenset[str]], ...]:
+    """Per content term of ``text`` with irregular forms: the term and its forms' keys (a
+    6-letter prefix, or a short form whole), sorted."""
+    out: dict[str, set[str]] = {}
+    for w in _WORD.findall(text.lower()):
+        if len(w) > 2 and w not in _STOP:
+            for form in inflection_group(w)[1:]:
+                key = form[:6] if len(form) >= _FORM_PREFIX_MIN else form
+                if not (len(key) >= _FORM_PREFIX_MIN and key.startswith(w[:6])):  # "meets": "meet" covers it
+                    out.setdefault(w[:6], set()).add(key)
+    return tuple((term, frozenset(keys)) for term, keys in sorted(out.items()))
 
 
 def _names(text: str) -> frozenset[str]:
@@ -168,8 +190,16 @@ class QuerySignals:
     names: frozenset[str]
     asks_when: bool
     window: TimeWindow | None
+    #: Per term with irregular forms: the keys of its forms (:func:`_term_forms`; a key of
+    #: fewer than _FORM_PREFIX_MIN letters matches whole, a longer one as a prefix). A term is
+    #: covered when it or any of its forms is found.
+    term_forms: tuple[tuple[str, frozenset[str]], ...] = ()
     _terms_re: re.Pattern[str] | None = field(default=None, repr=False, compare=False)
     _names_re: re.Pattern[str] | None = field(default=None, repr=False, compare=False)
+    # form key -> the terms it covers, and one regex per kind of key (prefix, whole word)
+    _form_terms: dict[str, frozenset[str]] = field(default_factory=dict, repr=False, compare=False)
+    _form_prefix_re: re.Pattern[str] | None = field(default=None, repr=False, compare=False)
+    _form_whole_re: re.Pattern[str] | None = field(default=None, repr=False, compare=False)
     # Whether :func:`featurize` computes coverage for all candidates at once (TextScan, the
     # same numbers as the regexes): terms and names of word characters only, as from_query
     # makes them.
@@ -178,20 +208,35 @@ class QuerySignals:
     def __post_init__(self) -> None:
         object.__setattr__(self, "_terms_re", _alternation(self.terms, whole=False))
         object.__setattr__(self, "_names_re", _alternation(self.names, whole=True))
-        object.__setattr__(self, "_scannable", _plain(self.terms) and _plain(self.names))
+        covers: dict[str, set[str]] = {}
+        for term, keys in self.term_forms:
+            if term in self.terms:
+                for key in keys:
+                    covers.setdefault(key, set()).add(term)
+        object.__setattr__(self, "_form_terms", {k: frozenset(v) for k, v in covers.items()})
+        prefix = frozenset(k for k in covers if len(k) >= _FORM_PREFIX_MIN)
+        object.__setattr__(self, "_form_prefix_re", _alternation(prefix, whole=False))
+        object.__setattr__(self, "_form_whole_re", _alternation(frozenset(covers) - prefix, whole=True))
+        scannable = _plain(self.terms) and _plain(self.names) and _plain(frozenset(covers))
+        object.__setattr__(self, "_scannable", scannable)
 
     @classmethod
     def from_query(
-        cls, text: str, window: TimeWindow | None, *, asks_when: bool | None = None
+        cls, text: str, window: TimeWindow | None, *, asks_when: bool | None = None, inflections: bool = True
     ) -> QuerySignals:
-        """
+        """``inflections``: a term's irregular forms cover it (:func:`_term_forms`).
+
         >>> q = QuerySignals.from_query("When did Caroline go to the support group?", None)
         >>> q.asks_when, sorted(q.names), sorted(q.terms)
         (True, ['caroline'], ['caroli', 'group', 'suppor'])
+        >>> forms = QuerySignals.from_query("Who did Mara meet when she bought a car?", None).term_forms
+        >>> [(term, sorted(keys)) for term, keys in forms]
+        [('bought', ['buy', 'buying', 'buys']), ('meet', ['met'])]
         """
         return cls(
             terms=_content_terms(text),
             names=_names(text),
+            term_forms=_term_forms(text) if inflections else (),
             asks_when=_asks_when(text) if asks_when is None else asks_when,
             window=window,
         )
@@ -199,9 +244,14 @@ class QuerySignals:
     def coverage(self, lowered: str) -> tuple[float, float]:
         """Shares of the query's content terms (as word prefixes) and of its names (as whole
         words) found in a lower-cased text."""
-        terms = (
-            len(set(self._terms_re.findall(lowered))) / len(self.terms) if self._terms_re is not None else 0.0
-        )
+        terms = 0.0
+        if self._terms_re is not None:
+            found = set(self._terms_re.findall(lowered))
+            for pattern in (self._form_prefix_re, self._form_whole_re):
+                if pattern is not None:
+                    for key in set(pattern.findall(lowered)):
+                        found |= self._form_terms[key]
+            terms = len(found) / len(self.terms)
         names = (
             len(set(self._names_re.findall(lowered))) / len(self.names) if self._names_re is not None else 0.0
         )
@@ -462,7 +512,7 @@ def featurize(query: QuerySignals, candidates: Sequence[CandidateSignals]) -> np
     put(keywords / best_keyword if best_keyword > 0 else 0.0)
     put(graph)
     if query._scannable:
-        put(scan.prefix_cover(sorted(query.terms)) if query.terms else 0.0)
+        put(_term_cover(scan, query) if query.terms else 0.0)
         put(scan.word_cover(sorted(query.names)) if query.names else 0.0)
     else:
         cover = [query.coverage(c.text.lower()) for c in candidates]
@@ -525,6 +575,24 @@ def featurize(query: QuerySignals, candidates: Sequence[CandidateSignals]) -> np
 
 
 _COLUMN: Final = {name: i for i, name in enumerate(FEATURE_NAMES)}
+
+
+def _term_cover(scan: TextScan, query: QuerySignals) -> npt.NDArray[np.float64]:
+    """:meth:`QuerySignals.coverage`'s term share for every text of ``scan``."""
+    terms = sorted(query.terms)
+    if not query._form_terms:
+        return scan.prefix_cover(terms)
+    found = scan.prefix_found(terms)
+    column = {term: i for i, term in enumerate(terms)}
+    keys = sorted(query._form_terms)
+    prefix = [k for k in keys if len(k) >= _FORM_PREFIX_MIN]
+    whole = [k for k in keys if len(k) < _FORM_PREFIX_MIN]
+    for group, hits in ((prefix, scan.prefix_found(prefix)), (whole, scan.word_found(whole))):
+        for j, key in enumerate(group):
+            for term in query._form_terms[key]:
+                found[:, column[term]] |= hits[:, j]
+    share: npt.NDArray[np.float64] = found.sum(axis=1) / len(terms)
+    return share
 
 
 def mark_neighbours(rows: npt.NDArray[np.float64], marks: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:

@@ -390,7 +390,12 @@ def _score(
         features, seeds = yield Compute(
             scorer.prepare,
             (
-                QuerySignals.from_query(text, window if timed else None, asks_when=None if when else False),
+                QuerySignals.from_query(
+                    text,
+                    window if timed else None,
+                    asks_when=None if when else False,
+                    inflections=ctx.settings.keyword_inflections,
+                ),
                 [_signals(offset + i, c, rows[c.id]) for i, c in enumerate(candidates)],
             ),
         )

@@ -33,6 +33,7 @@ from shared_core.config import (
     DEFAULT_GRAPH_TIMEOUT_MS,
     DEFAULT_KEYWORD_BANK_MAX_DF,
     DEFAULT_KEYWORD_BANK_MIN_ROWS,
+    DEFAULT_KEYWORD_INFLECTIONS,
     DEFAULT_KEYWORD_MAX_POSTINGS,
     DEFAULT_KEYWORD_MAX_TERMS,
     DEFAULT_KEYWORD_RANKING,
@@ -112,6 +113,9 @@ class RecallSettings:
     keyword_max_postings: int = DEFAULT_KEYWORD_MAX_POSTINGS
     keyword_bank_max_df: float = DEFAULT_KEYWORD_BANK_MAX_DF
     keyword_bank_min_rows: int = DEFAULT_KEYWORD_BANK_MIN_ROWS
+    #: Whether a query word's irregular English forms ("go": went, gone; "child": children)
+    #: join it as one keyword term (shared_core.recall.inflections); False: stems alone.
+    keyword_inflections: bool = DEFAULT_KEYWORD_INFLECTIONS
     bm25_k1: float = DEFAULT_BM25_K1
     bm25_b: float = DEFAULT_BM25_B
     bm25_context_weight: float = DEFAULT_BM25_CONTEXT_WEIGHT

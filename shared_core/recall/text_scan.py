@@ -233,29 +233,37 @@ class TextScan:
         """The text each of the lower-cased ``runs`` is in."""
         return np.searchsorted(self._lowered_starts, self._run_start[runs], side="right") - 1
 
-    def prefix_cover(self, words: Sequence[str]) -> npt.NDArray[np.float64]:
-        r"""Per text: the share of ``words`` (distinct, non-empty, all word characters) that
-        ``re.findall(r"\b(?:w1|w2|…)", text.lower())`` finds, alternatives longest first: one
-        match per run, the longest of ``words`` it starts with."""
-        order = sorted(words, key=lambda w: (-len(w), w))
+    def prefix_found(self, words: Sequence[str]) -> _Bools:
+        r"""Per text and word (columns in ``words`` order; distinct, non-empty, all word
+        characters): whether ``re.findall(r"\b(?:w1|w2|…)", text.lower())`` finds it,
+        alternatives longest first: one match per run, the longest of ``words`` it starts with."""
+        order = sorted(range(len(words)), key=lambda i: (-len(words[i]), words[i]))
         taken = np.full(len(self._run_start), -1, dtype=np.intp)  # per run: the longest word
-        for i, word in enumerate(order):
-            hit = self._prefixed(word)
+        for i in order:
+            hit = self._prefixed(words[i])
             taken[hit[taken[hit] < 0]] = i
         runs = np.flatnonzero(taken >= 0)
-        found = np.zeros((self.count, len(order)), dtype=np.bool_)
+        found = np.zeros((self.count, len(words)), dtype=np.bool_)
         found[self._texts(runs), taken[runs]] = True
-        share: npt.NDArray[np.float64] = found.sum(axis=1) / len(order)
+        return found
+
+    def prefix_cover(self, words: Sequence[str]) -> npt.NDArray[np.float64]:
+        """Per text: the share of ``words`` that :meth:`prefix_found` finds."""
+        share: npt.NDArray[np.float64] = self.prefix_found(words).sum(axis=1) / len(words)
         return share
 
-    def word_cover(self, words: Sequence[str]) -> npt.NDArray[np.float64]:
-        """Per text: the share of ``words`` (distinct, non-empty, all word characters) that
-        are one of its lower-cased runs."""
+    def word_found(self, words: Sequence[str]) -> _Bools:
+        """Per text and word (distinct, non-empty, all word characters): whether it is one of
+        the text's lower-cased runs."""
         found = np.zeros((self.count, len(words)), dtype=np.bool_)
         for i, word in enumerate(words):
             hit = self._prefixed(word)
             found[self._texts(hit[self._run_length[hit] == len(word)]), i] = True
-        share: npt.NDArray[np.float64] = found.sum(axis=1) / len(words)
+        return found
+
+    def word_cover(self, words: Sequence[str]) -> npt.NDArray[np.float64]:
+        """Per text: the share of ``words`` that are one of its lower-cased runs."""
+        share: npt.NDArray[np.float64] = self.word_found(words).sum(axis=1) / len(words)
         return share
 
     def runs(self, length: int, first: str) -> list[tuple[int, str]]:

@@ -450,8 +450,107 @@ def test_bm25_statement_matches_the_plain_formulation(plain: MemoryEngine) -> No
         ).fetchone()
         assert weights is not None and {"A", "B", "D"} <= set(weights[0])
         for query in (["heron"], ["pond", "frog"], ["otter", "river", "stone", "basil", "lily"], ["turn"]):
-            p = {**params, "words": query}
+            p = {**params, "words": query, "word_groups": list(range(1, len(query) + 1))}
             ours = conn.execute(statement, p).fetchall()
             plain_rows = conn.execute(reference, p).fetchall()
             assert len(ours) > 1
             assert ours == plain_rows  # same ids, same order, bit-identical scores
+
+
+# --- inflection groups -----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def went_bank(plain: MemoryEngine) -> tuple[str, dict[str, str]]:
+    bank = _bank("inflections")
+    texts = {
+        "went": "Mara went to the pottery workshop.",
+        "both": "We went, and we will go again.",
+        "gone": "The kiln has gone cold.",
+        "other": "A quiet pond at dusk.",
+        "lark": "A lark sang at dawn.",
+    }
+    ids = plain.retain(
+        [MemoryItem(text=t, embedding=vec(0.0, axis=100 + i)) for i, t in enumerate(texts.values())],
+        bank=bank,
+    )
+    return bank, dict(zip(texts, ids, strict=True))
+
+
+@pytest.mark.parametrize("ranking", ["bm25", "fulltext"])
+def test_a_question_in_the_present_finds_the_memory_in_the_past(
+    plain: MemoryEngine, went_bank: tuple[str, dict[str, str]], ranking: str
+) -> None:
+    bank, ids = went_bank
+    on = _with(plain, keyword=ranking, keyword_bank_max_df=1.0).recall(
+        "When did Mara go to the workshop?", bank=bank, trace=True
+    )
+    assert on.trace is not None
+    found = [i for i, _ in on.trace.arms["keyword"]]
+    assert found[0] == ids["went"]  # "go" (as "went"), "mara" and "workshop"
+    assert set(found) == {ids["went"], ids["both"], ids["gone"]}
+    off = _with(plain, keyword=ranking, keyword_bank_max_df=1.0, keyword_inflections=False).recall(
+        "When did Mara go?", bank=bank, trace=True
+    )
+    assert off.trace is not None
+    assert {i for i, _ in off.trace.arms["keyword"]} == {ids["went"], ids["both"]}  # "mara"; "go"
+
+
+def test_an_inflection_group_is_one_bm25_term(
+    plain: MemoryEngine, went_bank: tuple[str, dict[str, str]]
+) -> None:
+    bank, ids = went_bank
+    with psycopg.connect(plain.dsn) as conn:
+        dl = dict(
+            conn.execute(
+                "SELECT id::text, length(search_vector) FROM memory_units WHERE bank_id = %s", (bank,)
+            ).fetchall()
+        )
+    k1, b = 1.2, 0.75
+    n = 5
+    # the group's df sums its forms' (went 2, go 1, gone 1): the memories it matches, counted
+    # once each unless two forms share one ("both" has two)
+    df = 2 + 1 + 1
+    avgdl = sum(dl.values()) / n
+    idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+
+    def bm25(tf: int, length: int) -> float:
+        return idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avgdl))
+
+    result = _with(plain, keyword="bm25", bm25_k1=k1, bm25_b=b, keyword_bank_max_df=1.0).recall(
+        "go", bank=bank, trace=True
+    )
+    assert result.trace is not None
+    keyword = dict(result.trace.arms["keyword"])
+    assert set(keyword) == {ids["went"], ids["both"], ids["gone"]}
+    # "went" and "go" in one memory: tf 2 of one term, not two terms of tf 1
+    assert math.isclose(keyword[ids["both"]], bm25(2, dl[ids["both"]]), rel_tol=1e-9)
+    assert math.isclose(keyword[ids["went"]], bm25(1, dl[ids["went"]]), rel_tol=1e-9)
+    assert math.isclose(keyword[ids["gone"]], bm25(1, dl[ids["gone"]]), rel_tol=1e-9)
+
+
+def test_an_inflection_group_is_one_term_of_the_budget(
+    plain: MemoryEngine, went_bank: tuple[str, dict[str, str]]
+) -> None:
+    bank, ids = went_bank
+    # one term kept: the group (df 4) is rarer than nothing else asked, so all its forms search
+    result = _with(plain, keyword_max_terms=1, keyword_bank_max_df=1.0).recall("went", bank=bank, trace=True)
+    assert result.trace is not None
+    assert {i for i, _ in result.trace.arms["keyword"]} == {ids["went"], ids["both"], ids["gone"]}
+    assert not any("cut" in note for note in result.trace.notes)
+
+
+def test_words_of_one_inflection_group_count_once_against_the_term_limit(
+    plain: MemoryEngine, went_bank: tuple[str, dict[str, str]]
+) -> None:
+    bank, _ = went_bank
+    # 17 words, "saw" and "seen" in one group: 16 terms, none cut
+    query = "saw seen " + " ".join(f"w{i}x" for i in range(15))
+    grouped = _with(plain, keyword_max_terms=16).recall(query, bank=bank, trace=True)
+    assert grouped.trace is not None
+    assert not any("cut" in note for note in grouped.trace.notes)
+    plain_words = _with(plain, keyword_max_terms=16, keyword_inflections=False).recall(
+        query, bank=bank, trace=True
+    )
+    assert plain_words.trace is not None
+    assert any("keyword terms cut to the 16 rarest" in note for note in plain_words.trace.notes)

@@ -74,12 +74,6 @@ def test_the_temporal_arm_ranks_the_memory_stating_the_date_first(
     assert all(m.scores.temporal_boost == 1.0 for m in result.memories if m.text in SAME_EVENT_UNDATED)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap (measured): the keyword arm (weight 3) finds only the two undated memories "
-    "that share the question's verb ('go'), the learned reranker scores them 0.52 / 0.39 and the "
-    "dated one 0.12 (x1.5 boost: 0.17, third)",
-)
 def test_when_question_ranks_the_memory_stating_the_date_first(
     engine: MemoryEngine, when_bank: tuple[str, dict[str, str]]
 ) -> None:

@@ -1,5 +1,6 @@
 """The keyword arm: full text over ``search_vector``, ranked by Okapi BM25 (from the bank's
-term statistics) or ``ts_rank_cd``; the query's words are chosen rarest first."""
+term statistics) or ``ts_rank_cd``; the query's words, each with its irregular forms as one
+term (:mod:`shared_core.recall.inflections`), are chosen rarest first."""
 
 from __future__ import annotations
 
@@ -11,12 +12,13 @@ from typing import Any
 from psycopg import sql
 
 from shared_core.recall.arms import Arm, ArmQuery, ArmResult, ScoredRow, ranked, rows_or_raise
+from shared_core.recall.inflections import inflection_group, inflection_groups
 from shared_core.recall.query import KeywordRanking
 from shared_core.recall.timing import Stopwatch
 from shared_core.storage.plan import Plan, Query
 from shared_core.text import cjk_bigrams
 
-__all__ = ["KEYWORD", "KeywordTerms", "keyword_params", "keyword_statement", "keyword_terms"]
+__all__ = ["KEYWORD", "KeywordTerms", "keyword_params", "keyword_statement", "keyword_terms", "word_forms"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
@@ -69,7 +71,16 @@ def keyword_terms(text: str) -> KeywordTerms:
 # part like words. Terms are added rarest first while their postings (summed document
 # frequencies) stay within %(max_postings)s: every matching row is read and ranked, and at
 # 100k memories five mid-frequency names OR-ed matched 36,000 rows and took 230 ms (measured);
-# the terms left out are the commonest, those that say least. kq is MATERIALIZED: Postgres
+# the terms left out are the commonest, those that say least.
+# A term is a group of forms (``word_groups`` numbers them; CJK bigrams are groups of one): a
+# plain word alone, or a word with its irregular forms ("go", "went", "gone"), OR-ed. A group
+# is one term, so it is chosen, budgeted and (BM25) scored once. Its df is the SUM of its
+# distinct lexemes' dfs: the memories any form matches, exact when the forms do not share a
+# memory and an upper bound when they do (term_stats has no joint counts). An upper bound is
+# the safe side for the postings budget (the arm reads every matching row) and keeps idf from
+# crediting a group with its rarest form's rarity (the max would: "gone" rare, "go" common).
+# A plain word keeps the max over its lexemes (several only for tokens like "bob_smith",
+# whose tsquery ANDs them). kq is MATERIALIZED: Postgres
 # would otherwise inline it and rebuild the tsquery for every candidate row (measured: 2.2 s
 # instead of 3 ms).
 _KEYWORD_QUERY = sql.SQL("""
@@ -77,23 +88,32 @@ kstats AS MATERIALIZED (
     SELECT coalesce(max(memories), 0)::float8 AS n, coalesce(max(lexemes), 0)::float8 AS lexemes
     FROM bank_stats WHERE bank_id = %(bank)s
 ),
-kterms AS MATERIALIZED (
-    SELECT t.term, t.q, t.lexemes,
-           coalesce((SELECT max(ts.df) FROM term_stats ts
-                     WHERE ts.bank_id = %(bank)s AND ts.lexeme = ANY(t.lexemes)), 0) AS df
-    FROM (
-        SELECT w AS term, plainto_tsquery(%(ts_config)s::regconfig, w) AS q,
-               tsvector_to_array(to_tsvector(%(ts_config)s::regconfig, w)) AS lexemes
-        FROM unnest(%(words)s::text[]) AS w
+kforms AS MATERIALIZED (
+    SELECT f.g, f.o, f.w, f.q, f.lexemes FROM (
+        SELECT t.g, t.o, t.w, plainto_tsquery(%(ts_config)s::regconfig, t.w) AS q,
+               tsvector_to_array(to_tsvector(%(ts_config)s::regconfig, t.w)) AS lexemes
+        FROM unnest(%(words)s::text[], %(word_groups)s::int[]) WITH ORDINALITY AS t(w, g, o)
         UNION ALL
-        SELECT g, plainto_tsquery('simple', g), tsvector_to_array(to_tsvector('simple', g))
-        FROM unnest(%(bigrams)s::text[]) AS g
-    ) t
-    WHERE numnode(t.q) > 0
+        SELECT -b.o, b.o, b.g, plainto_tsquery('simple', b.g), tsvector_to_array(to_tsvector('simple', b.g))
+        FROM unnest(%(bigrams)s::text[]) WITH ORDINALITY AS b(g, o)
+    ) f
+    WHERE numnode(f.q) > 0
+),
+kterms AS MATERIALIZED (
+    SELECT f.term, f.q, f.forms, l.lexemes, l.df
+    FROM (SELECT g, (array_agg(w ORDER BY o))[1] AS term, count(*) AS forms,
+                 string_agg(q::text, ' | ' ORDER BY o)::tsquery AS q
+          FROM kforms GROUP BY g) f
+    CROSS JOIN LATERAL (
+        SELECT array_agg(x.lexeme ORDER BY x.lexeme) AS lexemes,
+               coalesce(CASE WHEN f.forms > 1 THEN sum(ts.df) ELSE max(ts.df) END, 0) AS df
+        FROM (SELECT DISTINCT unnest(k.lexemes) AS lexeme FROM kforms k WHERE k.g = f.g) x
+        LEFT JOIN term_stats ts ON ts.bank_id = %(bank)s AND ts.lexeme = x.lexeme
+    ) l
 ),
 kept AS MATERIALIZED (
-    SELECT term, q, lexemes FROM (
-        SELECT k.term, k.q, k.lexemes,
+    SELECT term, q, lexemes, forms, df, pos FROM (
+        SELECT k.term, k.q, k.lexemes, k.forms, k.df,
                row_number() OVER w AS pos, sum(k.df) OVER w AS postings
         FROM kterms k, kstats s
         WHERE s.n < %(bank_min_rows)s OR k.df <= greatest(1, s.n * %(bank_max_df)s)
@@ -106,17 +126,26 @@ kq AS MATERIALIZED (
 )""")
 
 # Okapi BM25 idf per query lexeme, ln(1 + (N - df + 0.5) / (df + 0.5)), from the bank's stats,
-# as two aligned arrays in one row with the bank's average length: scoring a candidate is then
-# an array lookup per matching lexeme, not a join against a CTE.
+# as aligned arrays in one row with the bank's average length: scoring a candidate is then
+# an array lookup per matching lexeme, not a join against a CTE. ``unit`` says which lexemes
+# score together as one query term: each lexeme of a plain word alone (as before inflection
+# groups), all lexemes of an inflection group together (the grouped score below), with the
+# group's df. A lexeme two terms share belongs to the rarer.
 _BM25_LEXEMES = sql.SQL(""",
 klex AS MATERIALIZED (
     SELECT coalesce(array_agg(x.lexeme), '{}') AS lex,
-           coalesce(array_agg(ln(1 + (s.n - coalesce(ts.df, 0) + 0.5)
-                                 / (coalesce(ts.df, 0) + 0.5))), '{}') AS idf,
+           coalesce(array_agg(x.unit), '{}') AS unit,
+           coalesce(array_agg(ln(1 + (s.n - x.df + 0.5) / (x.df + 0.5))), '{}') AS idf,
            greatest(s.lexemes / greatest(s.n, 1), 1) AS avgdl
-    FROM (SELECT DISTINCT unnest(lexemes) AS lexeme FROM kept) x
+    FROM (
+        SELECT DISTINCT ON (l.lexeme) l.lexeme,
+               k.pos * 1000 + CASE WHEN k.forms > 1 THEN 0 ELSE l.i END AS unit,
+               CASE WHEN k.forms > 1 THEN k.df ELSE coalesce(ts.df, 0) END AS df
+        FROM kept k CROSS JOIN LATERAL unnest(k.lexemes) WITH ORDINALITY AS l(lexeme, i)
+        LEFT JOIN term_stats ts ON ts.bank_id = %(bank)s AND ts.lexeme = l.lexeme
+        ORDER BY l.lexeme, k.pos
+    ) x
     CROSS JOIN kstats s
-    LEFT JOIN term_stats ts ON ts.bank_id = %(bank)s AND ts.lexeme = x.lexeme
     GROUP BY s.n, s.lexemes
 )""")
 
@@ -137,6 +166,7 @@ _FULLTEXT_SCORE = sql.SQL("ts_rank_cd(u.search_vector, kq.q, 1)")
 #   into a function scan and filtering;
 # - ``OFFSET 0`` keeps ``x`` a subquery, so ``tf`` is computed once per lexeme, not once per use.
 # Measured at 100k (bench bank, the 15 statements of six heavy queries, load ~7): p50 100 -> 69 ms.
+# A query with no inflection group (every unit one lexeme) is scored by this statement.
 _BM25_SCORE = sql.SQL("""(
         SELECT coalesce(sum(kl.idf[array_position(kl.lex, x.lexeme)] * x.tf * (%(bm25_k1)s + 1)
                             / (x.tf + %(bm25_k1)s * (1 - %(bm25_b)s + %(bm25_b)s
@@ -146,6 +176,24 @@ _BM25_SCORE = sql.SQL("""(
                                FROM unnest(v.weights) w), 1) AS tf
               FROM unnest(ts_delete(d.sv, tsvector_to_array(ts_delete(d.sv, kl.lex)))) v
               OFFSET 0) x
+        WHERE x.tf > 0)""")
+# BM25 when the query has an inflection group: a group is ONE query term, so a memory saying
+# "went" and "go" has tf 2 for it, and is not scored as matching two terms (a word with five
+# forms would otherwise count up to five times, and a memory repeating a verb in two tenses
+# would outrank one naming two of the question's things). tf sums over the unit's lexemes,
+# idf is the unit's (every lexeme of a unit carries it). The per-lexeme tf is the statement
+# above's; its rows are then summed per unit.
+_BM25_GROUPED_SCORE = sql.SQL("""(
+        SELECT coalesce(sum(kl.idf[x.p] * x.tf * (%(bm25_k1)s + 1)
+                            / (x.tf + %(bm25_k1)s * (1 - %(bm25_b)s + %(bm25_b)s
+                                  * length(d.sv) / kl.avgdl))), 0)
+        FROM (SELECT min(y.p) AS p, sum(y.tf) AS tf
+              FROM (SELECT array_position(kl.lex, v.lexeme) AS p,
+                           coalesce((SELECT sum(CASE WHEN w = 'D' THEN %(bm25_context_weight)s ELSE 1 END)
+                                     FROM unnest(v.weights) w), 1) AS tf
+                    FROM unnest(ts_delete(d.sv, tsvector_to_array(ts_delete(d.sv, kl.lex)))) v
+                    OFFSET 0) y
+              GROUP BY kl.unit[y.p]) x
         WHERE x.tf > 0)""")
 _FULLTEXT_FROM = sql.SQL("")
 # ``|| ''::tsvector`` builds an in-memory copy: the scoring subquery then reads that, not the
@@ -164,9 +212,13 @@ ORDER BY score DESC, u.id DESC
 LIMIT %(keyword_n)s""")
 
 
-def keyword_statement(tags: sql.Composable, ranking: KeywordRanking) -> sql.Composed:
-    """The keyword arm, ranked by BM25 or ``ts_rank_cd`` (``ranking``)."""
+def keyword_statement(
+    tags: sql.Composable, ranking: KeywordRanking, *, grouped: bool = False
+) -> sql.Composed:
+    """The keyword arm, ranked by BM25 or ``ts_rank_cd`` (``ranking``); ``grouped``: the words
+    hold an inflection group of more than one form (BM25 then sums tf per group)."""
     bm25 = ranking == "bm25"
+    bm25_score = _BM25_GROUPED_SCORE if grouped else _BM25_SCORE
     return sql.Composed(
         [
             sql.SQL("WITH "),
@@ -174,7 +226,7 @@ def keyword_statement(tags: sql.Composable, ranking: KeywordRanking) -> sql.Comp
             _BM25_LEXEMES if bm25 else sql.SQL(""),
             _KEYWORD_ARM.format(
                 tags=tags,
-                score=_BM25_SCORE if bm25 else _FULLTEXT_SCORE,
+                score=bm25_score if bm25 else _FULLTEXT_SCORE,
                 lateral=_BM25_DETOASTED if bm25 else _FULLTEXT_FROM,
                 more=_BM25_FROM if bm25 else _FULLTEXT_FROM,
             ),
@@ -186,9 +238,11 @@ def keyword_params(q: ArmQuery, n: int) -> dict[str, Any]:
     """The parameters of :func:`keyword_statement` for ``q``, keeping the best ``n`` rows
     (the graph arm reuses the statement for its keyword seeds)."""
     s = q.settings
+    words, groups = word_forms(q.words, inflections=s.keyword_inflections)
     return q.params(
         ts_config=s.ts_config,
-        words=list(q.words),
+        words=words,
+        word_groups=groups,
         bigrams=list(q.bigrams),
         keyword_n=n,
         max_terms=s.keyword_max_terms,
@@ -201,11 +255,29 @@ def keyword_params(q: ArmQuery, n: int) -> dict[str, Any]:
     )
 
 
+def word_forms(words: Sequence[str], *, inflections: bool) -> tuple[list[str], list[int]]:
+    """The forms the keyword arm searches for ``words`` and the group (1-based) of each: with
+    ``inflections``, a word's irregular forms join it as one group ("go": go, went, gone),
+    else every word is its own group.
+
+    >>> word_forms(["when", "go", "went", "pottery"], inflections=True)
+    (['when', 'go', 'goes', 'going', 'went', 'gone', 'pottery'], [1, 2, 2, 2, 2, 2, 3])
+    """
+    groups = inflection_groups(words) if inflections else [(w,) for w in words]
+    forms = [form for group in groups for form in group]
+    ids = [i for i, group in enumerate(groups, start=1) for _ in group]
+    return forms, ids
+
+
+def _grouped(q: ArmQuery) -> bool:
+    return q.settings.keyword_inflections and any(len(inflection_group(w)) > 1 for w in q.words)
+
+
 def _start(q: ArmQuery) -> Query | None:
     if not (q.words or q.bigrams):
         return None
     return Query(
-        keyword_statement(q.where_sql, q.settings.keyword),
+        keyword_statement(q.where_sql, q.settings.keyword, grouped=_grouped(q)),
         keyword_params(q, q.n * len(q.types)),
         row_type=ScoredRow,
     )
@@ -213,7 +285,9 @@ def _start(q: ArmQuery) -> Query | None:
 
 def _finish(q: ArmQuery, rows: Sequence[ScoredRow] | BaseException, watch: Stopwatch) -> Plan[ArmResult]:
     max_terms = q.settings.keyword_max_terms
-    cut = len(q.words) + len(q.bigrams) > max_terms
+    # one term per group: "see" and "saw" in one question are one term
+    _, groups = word_forms(q.words, inflections=q.settings.keyword_inflections)
+    cut = len(set(groups)) + len(q.bigrams) > max_terms
     return ArmResult(
         hits=ranked(rows_or_raise(rows)),
         notes=(f"keyword terms cut to the {max_terms} rarest",) if cut else (),
