@@ -30,11 +30,12 @@ DEFAULT_TS_CONFIG: Final = "english"
 # --- retain -------------------------------------------------------------------------------------
 DEFAULT_EMBED_BATCH_SIZE: Final = 64
 # Concurrent queries one forward pass of the query embedder may take together (1: off, each
-# query its own pass, concurrently). Off by default: at 100k, 8 clients, 2 cores, 16 raised
-# throughput 1.45-1.49x -> 1.72-1.79x of one client's, but one client's own throughput was
-# lower in every batched run (14.5-15.0 against 16.3-17.1 q/s, unexplained; the lone path is
-# the same pass), so half the rise is a smaller denominator (docs/benchmarks/latency.md).
-DEFAULT_QUERY_BATCH_MAX: Final = 1
+# query its own pass, concurrently). A lone query keeps its single-text pass and bits. Measured
+# at 100k, 2 cores, in one process switching it between 4 rounds (benchmarks/query_batching_ab.py,
+# docs/benchmarks/query_batching_ab.json, 2026-12-01 23:37 UTC, load 1.9-3.9): 8 clients 23.1
+# against 18.4 q/s (+25%, higher in every round), one client 13.3 against 12.9 q/s. The "one
+# client slower" of the earlier runs, one process per side, did not reproduce in one process.
+DEFAULT_QUERY_BATCH_MAX: Final = 16
 # A QueryBatcher's cap when not told one (the value measured above): it bounds how much padding
 # a long query adds to the short ones it is batched with.
 DEFAULT_QUERY_BATCH_CAP: Final = 16

@@ -7,7 +7,9 @@ sentence-transformers model name or local path is accepted; names are resolved w
 
 from __future__ import annotations
 
+import os
 import threading
+import weakref
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -165,6 +167,13 @@ class QueryBatcher:
         self._cond = threading.Condition()
         self._running = False  # a pass is in flight
         self._waiting: deque[_Batch] = deque()  # batches to run after it, oldest first
+        _LIVE_BATCHERS.add(self)
+
+    def _forget_passes(self) -> None:
+        """Start over with no pass in flight and no batch waiting (a forked child's state)."""
+        self._cond = threading.Condition()
+        self._running = False
+        self._waiting = deque()
 
     def embed(self, text: str) -> npt.NDArray[np.float32]:
         with self._cond:
@@ -217,12 +226,28 @@ class QueryBatcher:
             self._cond.notify_all()
 
 
+_LIVE_BATCHERS: weakref.WeakSet[QueryBatcher] = weakref.WeakSet()
+
+
+def _forget_passes_after_fork() -> None:
+    """A process forked while one of its threads ran a batched pass holds that pass "in
+    flight" for ever: the thread running it does not exist in the child, so the child's first
+    query would wait for it without end. The child starts its batchers over."""
+    for batcher in list(_LIVE_BATCHERS):
+        batcher._forget_passes()
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows, which never forks
+    os.register_at_fork(after_in_child=_forget_passes_after_fork)
+
+
 class SentenceTransformerEmbedder:
     """Embeds texts with a sentence-transformers model into L2-normalised float32 vectors.
 
-    The model loads on first use. Thread-safe: ``encode`` is re-entrant for inference. With
-    ``query_batch_max`` above 1, concurrent :meth:`embed_query` calls share forward passes of
-    up to that many texts (:class:`QueryBatcher`); the default, 1, gives each its own pass.
+    The model loads on first use. Thread-safe: ``encode`` is re-entrant for inference.
+    Concurrent :meth:`embed_query` calls share forward passes of up to ``query_batch_max``
+    texts (:class:`QueryBatcher`; default 16, a lone query still runs alone); 1 gives each
+    query its own pass.
 
     >>> emb = SentenceTransformerEmbedder()          # all-MiniLM-L6-v2, 384 dimensions
     >>> emb.embed_query("Where does Alice work?").shape

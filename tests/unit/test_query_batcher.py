@@ -8,6 +8,8 @@ batcher's own condition), so which queries share a pass is fixed, not a matter o
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 from collections.abc import Callable
 
@@ -165,9 +167,32 @@ def test_max_batch_below_one_is_refused() -> None:
 
 def test_the_embedder_batches_queries_when_told_more_than_one() -> None:
     # Constructing an embedder loads no model: these are the settings alone.
-    assert DEFAULT_QUERY_BATCH_MAX == 1  # off by default (see shared_core/config.py)
-    batched = SentenceTransformerEmbedder(query_batch_max=16)._queries
-    assert batched is not None and batched._max_batch == 16
-    assert SentenceTransformerEmbedder()._queries is None  # each its own pass, as before
+    assert DEFAULT_QUERY_BATCH_MAX > 1  # on by default (measured: see shared_core/config.py)
+    default = SentenceTransformerEmbedder()._queries
+    assert default is not None and default._max_batch == DEFAULT_QUERY_BATCH_MAX
+    batched = SentenceTransformerEmbedder(query_batch_max=4)._queries
+    assert batched is not None and batched._max_batch == 4
+    assert SentenceTransformerEmbedder(query_batch_max=1)._queries is None  # each its own pass
     with pytest.raises(ValueError, match="query_batch_max"):
         SentenceTransformerEmbedder(query_batch_max=0)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_child_forked_during_a_pass_embeds_without_waiting_for_it() -> None:
+    model = FakeModel()
+    batcher = QueryBatcher(model.one, model.many)
+    first = threading.Thread(target=batcher.embed, args=(TEXTS[0],))
+    first.start()  # its pass is held open on ``release``: in flight when the process forks
+    _wait_for(lambda: len(model.calls) == 1)
+    pid = os.fork()
+    if pid == 0:  # the child: the thread running that pass does not exist here
+        code = 1
+        try:
+            signal.alarm(int(HANG_GUARD_S))  # a hang ends the child instead of the suite
+            code = 0 if np.array_equal(batcher.embed(TEXTS[1]), _vector(TEXTS[1])) else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    model.release.set()
+    first.join(HANG_GUARD_S)
+    assert os.waitstatus_to_exitcode(status) == 0
