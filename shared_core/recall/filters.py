@@ -391,8 +391,7 @@ class _Compiler:
         return sql.SQL("{} @? {}").format(self.column, self.param(jsonpath, "jsonpath"))
 
     def any_equal(self, key: tuple[str, ...], values: Sequence[Scalar]) -> sql.Composable:
-        test = " || ".join(f"@ == {_json_literal(v)}" for v in values)
-        return self.matches(f"{_jsonpath(key)} ? ({test})")
+        return self.any_json_equal(key, [_json_literal(v) for v in values])
 
     def unindexed(self, jsonpath: str) -> sql.Composable:
         """A test the GIN index cannot narrow by (an order, a key's existence: jsonb_path_ops
@@ -437,13 +436,19 @@ class _Compiler:
         return sql.SQL("({} AND {})").format(self.any_json_equal(c.key, values), test)
 
     @staticmethod
+    def range_predicate(c: Condition) -> str:
+        """The jsonpath filter of range ``c`` (``lt lte gt gte between``), as applied to the
+        items at its key by the memories' test and to a value itself by :meth:`value_test`."""
+        if c.op == "between":
+            low, high = c.value
+            return f"(@ >= {_json_literal(low)} && @ <= {_json_literal(high)})"
+        return f"(@ {_JSONPATH_COMPARATORS[c.op]} {_json_literal(c.value)})"
+
+    @staticmethod
     def value_test(c: Condition) -> str:
         """The jsonpath of range ``c`` applied to a value itself (``$``), as the memories'
         test applies it to the items at its key."""
-        if c.op == "between":
-            low, high = c.value
-            return f"$ ? (@ >= {_json_literal(low)} && @ <= {_json_literal(high)})"
-        return f"$ ? (@ {_JSONPATH_COMPARATORS[c.op]} {_json_literal(c.value)})"
+        return f"$ ? {_Compiler.range_predicate(c)}"
 
     def any_json_equal(self, key: tuple[str, ...], json_texts: Sequence[str]) -> sql.Composable:
         # JSON texts as jsonb prints them are valid jsonpath literals (same escapes).
@@ -455,8 +460,8 @@ class _Compiler:
         op = c.op
         if op == "eq":
             return self.matches(f"{path} ? (@ == {_json_literal(c.value)})")
-        if op in _JSONPATH_COMPARATORS:
-            return self.unindexed(f"{path} ? (@ {_JSONPATH_COMPARATORS[op]} {_json_literal(c.value)})")
+        if op in _JSONPATH_COMPARATORS or op == "between":
+            return self.unindexed(f"{path} ? {self.range_predicate(c)}")
         if op == "ne":
             return sql.SQL("({} AND NOT {})").format(self.exists(c.key), self.any_equal(c.key, [c.value]))
         if op == "in":
@@ -465,9 +470,6 @@ class _Compiler:
             if not c.value:
                 return self.exists(c.key)
             return sql.SQL("({} AND NOT {})").format(self.exists(c.key), self.any_equal(c.key, c.value))
-        if op == "between":
-            low, high = c.value
-            return self.unindexed(f"{path} ? (@ >= {_json_literal(low)} && @ <= {_json_literal(high)})")
         if op == "contains":
             return self.matches(f"{path}[*] ? (@ == {_json_literal(c.value)})")
         if op == "exists":
