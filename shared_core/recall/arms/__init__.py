@@ -109,6 +109,12 @@ class ArmQuery:
         return sql.SQL("({} AND {})").format(tag_clause(self.tags, self.tags_match), self.filter.clause)
 
     @property
+    def filtered(self) -> bool:
+        """Whether :attr:`where_sql` restricts the memories: a metadata filter, tags, or the
+        ``exact`` match (which, with no tags, keeps the untagged memories only)."""
+        return self.filter is not MATCH_ALL or bool(self.tags) or self.tags_match == "exact"
+
+    @property
     def dimension(self) -> Dimension:
         """The query vector's dimension: the SQL naming its HNSW indexes (migration 0006)."""
         return Dimension(int(self.vector.shape[0]))

@@ -10,7 +10,7 @@ from typing import Any
 from psycopg import sql
 
 from shared_core.recall.arms import Arm, ArmQuery, ArmResult, ScoredRow, ranked, rows_or_raise
-from shared_core.recall.filters import MATCH_ALL, compile_filter, range_value_queries, with_range_values
+from shared_core.recall.filters import compile_filter, range_value_queries, with_range_values
 from shared_core.recall.hydrate import MEMORY_COLUMNS, MemoryRow
 from shared_core.recall.timing import Stopwatch
 from shared_core.storage.dimensions import Dimension
@@ -214,12 +214,7 @@ def filtered_semantic_statement(
 def _filtered(q: ArmQuery) -> bool:
     """Whether anything but the bank restricts the memories searched (a subset of the fact
     types is a filter too: the HNSW index holds every type)."""
-    return (
-        q.filter is not MATCH_ALL
-        or bool(q.tags)
-        or q.tags_match == "exact"
-        or set(q.types) != set(FACT_TYPES)
-    )
+    return q.filtered or set(q.types) != set(FACT_TYPES)
 
 
 def _skips_exact(q: ArmQuery) -> bool:

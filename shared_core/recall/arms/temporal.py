@@ -24,7 +24,6 @@ from psycopg import sql
 
 from shared_core.recall.arms import Arm, ArmQuery, ArmResult, rows_or_raise
 from shared_core.recall.boosts import effective_date
-from shared_core.recall.filters import MATCH_ALL
 from shared_core.recall.fusion import ArmHit
 from shared_core.recall.timing import Stopwatch
 from shared_core.storage.dimensions import Dimension
@@ -376,8 +375,7 @@ def _spread(
     above ``_TEMPORAL_MIN_SCORE``.
     """
     settings = q.settings
-    filtered = q.filter is not MATCH_ALL or bool(q.tags) or q.tags_match == "exact"
-    statement = temporal_hop_statement(q.where_sql, q.dimension, filtered=filtered)
+    statement = temporal_hop_statement(q.where_sql, q.dimension, filtered=q.filtered)
     best: dict[str, float] = {e.id: temporal_proximity(e.date, window) for e in entries}
     reached: dict[str, _Reached] = {}
     frontier = list(best)
