@@ -249,22 +249,19 @@ def _search(
     seeded_aq = dataclasses.replace(aq, prior={name: result.hits for name, result in results.items()})
     second = {name: query for name in seeded if (query := ARMS[name].start(seeded_aq)) is not None}
     meanwhile = [name for name in first if name not in seeds and name in rows]
+    # With first-round rows to finish meanwhile (the temporal spread's hops) the second round
+    # is launched before them and collected after; with none (most questions name no time) it
+    # runs at once, which the sync runner does in this thread (a Launch is always handed to
+    # another one, and this one would only wait for it).
+    launched = (yield Launch(tuple(second.values()))) if second and meanwhile else None
+    for name in meanwhile:
+        results[name] = yield from ARMS[name].finish(aq, rows[name], watch)
     second_rows: list[Any] = []
-    if second and meanwhile:
-        launched = yield Launch(tuple(second.values()))
-        for name in meanwhile:
-            results[name] = yield from ARMS[name].finish(aq, rows[name], watch)
+    if second:
         with watch.stage("seeded_arms"):
-            second_rows = yield Collect(launched)
-    else:
-        # Nothing to finish meanwhile (no temporal rows: most questions name no time): run the
-        # second round at once, which the sync runner does in this thread (a Launch is always
-        # handed to another one, and this one would only wait for it).
-        for name in meanwhile:
-            results[name] = yield from ARMS[name].finish(aq, rows[name], watch)
-        if second:
-            with watch.stage("seeded_arms"):
-                second_rows = yield Concurrently(tuple(second.values()))
+            second_rows = yield (
+                Collect(launched) if launched is not None else Concurrently(tuple(second.values()))
+            )
     for name, result in zip(second, second_rows, strict=True):
         results[name] = yield from ARMS[name].finish(seeded_aq, result, watch)
     for name in ARMS:
