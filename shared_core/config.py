@@ -29,16 +29,16 @@ DEFAULT_TS_CONFIG: Final = "english"
 
 # --- retain -------------------------------------------------------------------------------------
 DEFAULT_EMBED_BATCH_SIZE: Final = 64
+# A QueryBatcher's cap on the queries one forward pass takes together: it bounds how much
+# padding a long query adds to the short ones it is batched with.
+DEFAULT_QUERY_BATCH_CAP: Final = 16
 # Concurrent queries one forward pass of the query embedder may take together (1: off, each
 # query its own pass, concurrently). A lone query keeps its single-text pass and bits. Measured
 # at 100k, 2 cores, in one process switching it between 4 rounds (benchmarks/query_batching_ab.py,
 # docs/benchmarks/query_batching_ab.json, 2026-12-01 23:37 UTC, load 1.9-3.9): 8 clients 23.1
 # against 18.4 q/s (+25%, higher in every round), one client 13.3 against 12.9 q/s. The "one
 # client slower" of the earlier runs, one process per side, did not reproduce in one process.
-DEFAULT_QUERY_BATCH_MAX: Final = 16
-# A QueryBatcher's cap when not told one (the value measured above): it bounds how much padding
-# a long query adds to the short ones it is batched with.
-DEFAULT_QUERY_BATCH_CAP: Final = 16
+DEFAULT_QUERY_BATCH_MAX: Final = DEFAULT_QUERY_BATCH_CAP
 DEFAULT_PROGRESS_THRESHOLD: Final = 200
 DEFAULT_UNIT_MAX_TOKENS: Final = 512
 DEFAULT_SENTENCE_WINDOW_TOKENS: Final = 128

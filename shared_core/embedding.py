@@ -116,7 +116,7 @@ def _forward_many(model: Any, texts: list[str]) -> npt.NDArray[np.float32]:
     """
     import torch
 
-    if model.training:
+    if model.training:  # encode sets eval mode on every call; a model being trained is not
         model.eval()
     with torch.inference_mode():
         features = model.preprocess(texts)
