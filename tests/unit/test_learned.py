@@ -136,6 +136,57 @@ def test_window_proximity_uses_the_memory_date() -> None:
     assert _column(rows, "window_undated") == [0.0, 0.0, 1.0]
 
 
+OCTOBER_13 = TimeWindow(
+    start=dt.datetime(2023, 10, 13, tzinfo=dt.UTC),
+    end=dt.datetime(2023, 10, 13, 23, 59, tzinfo=dt.UTC),
+    grain="day",
+)
+
+
+def _chat_turns(said_in_window: int, said_elsewhere: int) -> list[CandidateSignals]:
+    """The first turn tells an event of October 2 and was said on October 13 at noon; the
+    others tell nothing dated and were said on the 13th or on earlier days."""
+    told = _candidate(
+        0,
+        occurred_start=dt.datetime(2023, 10, 2, tzinfo=dt.UTC),
+        mentioned_at=dt.datetime(2023, 10, 13, 12, tzinfo=dt.UTC),
+    )
+    noon = dt.datetime(2023, 10, 13, 12, tzinfo=dt.UTC)
+    others = [_candidate(1 + i, mentioned_at=noon) for i in range(said_in_window - 1)]
+    others += [
+        _candidate(said_in_window + i, mentioned_at=dt.datetime(2023, 8, 1 + i, tzinfo=dt.UTC))
+        for i in range(said_elsewhere)
+    ]
+    return [told, *others]
+
+
+def test_a_window_matches_the_time_a_memory_was_said_when_said_times_differ() -> None:
+    # "What did Melanie show Caroline on October 13?": the turn said that day about a painting
+    # of the week before answers it; its own date (October 2) is outside the window.
+    q = QuerySignals.from_query("What painting did Melanie show Caroline on October 13?", OCTOBER_13)
+    rows = featurize(q, _chat_turns(said_in_window=2, said_elsewhere=4))
+    assert _column(rows, "window_proximity")[0] > 0.99
+    assert _column(rows, "window_proximity")[2:] == [0.0] * 4
+    assert _column(rows, "window_undated")[0] == 0.0
+
+
+def test_a_said_time_every_candidate_shares_says_nothing() -> None:
+    # a bank stored on one day (documents): every memory was said in the window, so only what
+    # the memory tells happened counts
+    q = QuerySignals.from_query("What painting did Melanie show Caroline on October 13?", OCTOBER_13)
+    rows = featurize(q, _chat_turns(said_in_window=4, said_elsewhere=2))
+    assert _column(rows, "window_proximity")[0] == 0.0
+    assert min(_column(rows, "window_proximity")[1:4]) > 0.99
+
+
+def test_said_proximity_is_the_references_bit_for_bit() -> None:
+    from shared_core.recall.learned import _featurize_rows
+
+    q = QuerySignals.from_query("What painting did Melanie show Caroline on October 13?", OCTOBER_13)
+    for turns in (_chat_turns(2, 4), _chat_turns(4, 2), _chat_turns(1, 1)):
+        assert np.array_equal(featurize(q, turns), _featurize_rows(q, turns))
+
+
 def test_when_questions_see_dated_memories() -> None:
     q = QuerySignals.from_query("When did Caroline go to the support group?", None)
     assert q.asks_when

@@ -3,7 +3,10 @@
 ``data/learned_recorded.json`` was recorded with the per-candidate implementation (main
 9c52816) on the deterministic 300-candidate list of ``benchmarks/learned_speed.py``, for a
 plain, a "when" and a windowed question: a SHA-256 (first 16 hex digits) of every feature
-column's float64 bytes (features added later are not in the recording). Scores are compared
+column's float64 bytes (features added later are not in the recording). One column was
+re-recorded since, from the per-candidate reference after an intended change: the windowed
+question's ``window_proximity``, when the reranker began to read the time a memory was said
+(learned.py's ``said_selects``; every other column's hash is the 9c52816 one). Scores are compared
 with the per-candidate reference under whatever weights ship, so a retrain never skips them.
 """
 
