@@ -129,3 +129,46 @@ def test_without_the_when_arm_the_reranker_is_not_told_when(
     # the arm switched off by the setting instead: every arm asked for, the temporal one sits out
     off = _relevance(engine, bank, query, ARM_NAMES, temporal_when_questions=False)
     assert off == blind
+
+
+# A question naming a day about a chat: the turn said that day answers it, though what it tells
+# happened the week before (its own date, 6 October, is outside the window). The other turns on
+# the same topic were said on other days; one more turn was said on 13 October (a greeting), so
+# the said times tell the candidates apart (learned.py's said_selects).
+SAID_DAY = dt.datetime(2023, 10, 13, 10, tzinfo=UTC)
+SHOWN = 'Melanie said, "Finished this one last week, what do you think?" and shared a photo of a lake.'
+PAINTING_OTHER_DAYS = [
+    'Melanie said, "I showed my painting of the lake at the art fair."',
+    'Melanie said, "Look at this painting I made of the lake!"',
+    'Melanie said, "My kids and I painted the lake together, here is our painting."',
+    'Melanie said, "This painting of the lake is my favourite, let me show you."',
+]
+SAME_DAY_GREETING = 'Caroline said, "Good morning, Melanie! How are the kids?"'
+
+
+@pytest.fixture(scope="module")
+def said_bank(engine: MemoryEngine) -> tuple[str, dict[str, str]]:
+    bank = f"said-{uuid.uuid4().hex[:10]}"
+    items = [
+        MemoryItem(text=SHOWN, mentioned_at=SAID_DAY),
+        MemoryItem(text=SAME_DAY_GREETING, mentioned_at=SAID_DAY - dt.timedelta(minutes=5)),
+    ]
+    items += [
+        MemoryItem(text=t, mentioned_at=SAID_DAY - dt.timedelta(days=60 - 12 * i))
+        for i, t in enumerate(PAINTING_OTHER_DAYS)
+    ]
+    ids = engine.retain(items, bank=bank, progress=False)
+    return bank, {item.text: i for item, i in zip(items, ids, strict=True)}
+
+
+def test_a_question_naming_a_day_finds_the_turn_said_that_day(
+    engine: MemoryEngine, said_bank: tuple[str, dict[str, str]]
+) -> None:
+    bank, _ = said_bank
+    query = "What painting did Melanie show on October 13, 2023?"
+    result = engine.recall(query, bank=bank, query_timestamp=QUERY_TIME, trace=True)
+    assert result.trace is not None and result.trace.time_window is not None
+    shown = next(m for m in result.memories if m.text == SHOWN)
+    # what it tells happened the week before the day it was said
+    assert shown.occurred_start is not None and shown.occurred_start.date() < SAID_DAY.date()
+    assert result.memories[0].text == SHOWN
