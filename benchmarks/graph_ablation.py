@@ -10,6 +10,15 @@ fused candidates at all, in the fused top k, in the graph arm's list, and in the
 It answers "can the graph arm help by finding memories, or only by ranking them?".
 
     .venv/bin/python benchmarks/graph_ablation.py --traces /tmp/rr --conversations 0-4
+
+``--traces DIR --rank`` ranks the stored candidates as recall does with the shipped learned
+reranker (``benchmarks/temporal_ablation.py``'s ``ours``, second graph round and boosts
+included) and again with the graph arm's own ranks removed (RRF recomputed with the default arm
+weights, candidates only it found dropped, the second round still marked): R@k per category,
+i.e. what the PageRank arm earns apart from the second round (the end-to-end ``ours:no-graph``
+drops both).
+
+    .venv/bin/python benchmarks/graph_ablation.py --traces /tmp/rr --conversations 5-9 --rank --categories all
 """
 
 from __future__ import annotations
@@ -79,6 +88,79 @@ def _coverage_report(data_dir: Path, selection: str, wanted: set[str], k: int) -
     return 0
 
 
+def without_graph_arm(q: Any) -> Any:
+    """``q`` (train_reranker.QuestionData) as recall fuses it without the graph arm's own
+    list: its ranks gone, RRF recomputed with the default arm weights, candidates only it found
+    dropped, features recomputed (the second round is marked later, as recall marks it)."""
+    import dataclasses
+
+    import train_reranker as T
+
+    from shared_core.config import DEFAULT_ARM_WEIGHTS
+    from shared_core.recall.learned import featurize
+
+    kept = []
+    for i, s in enumerate(q.signals):
+        ranks = {arm: r for arm, r in s.ranks.items() if arm != "graph"}
+        if ranks:
+            kept.append(
+                (i, ranks, sum(DEFAULT_ARM_WEIGHTS[a] / (T.DEFAULT_RRF_K + r) for a, r in ranks.items()))
+            )
+    kept.sort(key=lambda t: (-t[2], t[0]))  # RRF, then the fused order
+    signals = tuple(
+        dataclasses.replace(
+            q.signals[i],
+            position=p,
+            ranks=ranks,
+            rrf=rrf,
+            arm_scores={a: v for a, v in q.signals[i].arm_scores.items() if a in ranks},
+        )
+        for p, (i, ranks, rrf) in enumerate(kept)
+    )
+    index = [i for i, _, _ in kept]
+    return dataclasses.replace(
+        q,
+        x=featurize(q.query, signals),
+        labels=q.labels[index],
+        dia_ids=tuple(q.dia_ids[i] for i in index),
+        signals=signals,
+        doc_pos=tuple(q.doc_pos[i] for i in index) if q.doc_pos else (),
+    )
+
+
+def _rank_report(data_dir: Path, selection: str, wanted: set[str], k: int) -> int:
+    import numpy as np
+    import temporal_ablation as A
+    import train_reranker as T
+    from reranker_data import load_rows
+
+    from shared_core.recall.learned import LearnedScorer
+
+    model = LearnedScorer.default()
+    res: dict[str, dict[str, list[float]]] = {"ours": {}, "without the PageRank arm's list": {}}
+    for block in load_rows(data_dir, "locomo", sorted(parse_selection(selection, 10))):
+        for raw, q in zip(block["questions"], T.questions_of(block), strict=True):
+            category = T.LOCOMO_CATEGORIES[q.category]
+            if category not in wanted:
+                continue
+            text = raw["question"]
+            blind = without_graph_arm(q)
+            for name, data in zip(res, (q, blind), strict=True):
+                order = A._ranked(data, model, A._boosts(data, text))
+                for group in ("overall", category):
+                    res[name].setdefault(group, []).append(T.recall_at(order, q.evidence, k))
+    groups = list(res["ours"])
+    print(
+        f"| R@{k}, conversations {selection} | "
+        + " | ".join(f"{g} (n={len(res['ours'][g])})" for g in groups)
+        + " |"
+    )
+    print("|---|" + "---:|" * len(groups))
+    for name, table in res.items():
+        print(f"| {name} | " + " | ".join(f"{100 * np.mean(table[g]):.1f}" for g in groups) + " |")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     p.add_argument("--conversations", default="5-9")
@@ -86,8 +168,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--data", type=Path, default=DEFAULT_DATA_PATH)
     p.add_argument("--k", type=int, default=10)
     p.add_argument("--traces", type=Path, default=None, help="stored reranker_data.py output to read")
+    p.add_argument(
+        "--rank",
+        action="store_true",
+        help="with --traces: R@k of the learned ranking with and without the graph arm's own list",
+    )
     args = p.parse_args(argv)
     wanted = set(CATEGORY_NAMES.values()) if args.categories == ["all"] else set(args.categories)
+    if args.traces is not None and args.rank:
+        return _rank_report(args.traces, args.conversations, wanted, args.k)
     if args.traces is not None:
         return _coverage_report(args.traces, args.conversations, wanted, args.k)
     convs = [c for i, c in enumerate(load_locomo(args.data)) if i in parse_selection(args.conversations, 10)]
