@@ -94,9 +94,7 @@ def without_graph_arm(q: Any) -> Any:
     dropped, features recomputed (the second round is marked later, as recall marks it)."""
     import dataclasses
 
-    import train_reranker as T
-
-    from shared_core.config import DEFAULT_ARM_WEIGHTS
+    from shared_core.config import DEFAULT_ARM_WEIGHTS, DEFAULT_RRF_K
     from shared_core.recall.learned import featurize
 
     kept = []
@@ -104,7 +102,7 @@ def without_graph_arm(q: Any) -> Any:
         ranks = {arm: r for arm, r in s.ranks.items() if arm != "graph"}
         if ranks:
             kept.append(
-                (i, ranks, sum(DEFAULT_ARM_WEIGHTS[a] / (T.DEFAULT_RRF_K + r) for a, r in ranks.items()))
+                (i, ranks, sum(DEFAULT_ARM_WEIGHTS[a] / (DEFAULT_RRF_K + r) for a, r in ranks.items()))
             )
     kept.sort(key=lambda t: (-t[2], t[0]))  # RRF, then the fused order
     signals = tuple(
