@@ -3,8 +3,10 @@
 A logistic regression over a few numbers per fused candidate: where each arm ranked it and its
 raw score there, its RRF score and position, its cosine with the query (relative to the best
 cosine of the query), term and name coverage of the query, whether a date the question names
-is stated in or near it, (for "when" questions) whether it carries a date at all and where
-the temporal arm ranked it among the memories stating their own date, whether its speaker
+is stated in or near it (by its own date, or by when it was said where said times tell the
+candidates apart: :func:`said_selects`), (for "when" questions) whether it carries a date at
+all and where the temporal arm ranked it among the memories stating their own date, whether
+its speaker
 (``Name said, ...``, or its context) is a person the question names (:func:`speaker_names`),
 and whether it sits beside one of the model's own first-stage top hits in its document (the
 graph's second round: :meth:`LearnedScorer.seeds`, then ``arms/graph.py``'s
