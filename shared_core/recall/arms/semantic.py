@@ -229,7 +229,7 @@ def skips_exact(q: ArmQuery) -> bool:
 
 def _prepare(q: ArmQuery, watch: Stopwatch) -> Plan[ArmQuery]:
     """``q`` with the planner's estimate of the memories its filter matches (unfiltered: ``q``),
-    and its filter in the arms' form (``with_range_values``): ranges also tested as "equals one
+    and its filter in the arms' form (``with_range_values``): ranges tested as "equals one
     of the values passing them" (``range_value_queries``, one lookup per range, sent in the
     estimate's round trip), which the GIN index serves, and tests it cannot serve kept out of
     its scans. Every arm started after this reads that filter (the keyword statement, launched
