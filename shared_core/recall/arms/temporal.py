@@ -124,7 +124,7 @@ few AS MATERIALIZED (
             WHERE u.bank_id = %(bank)s AND u.mentioned_at BETWEEN %(wstart)s AND %(wend)s
             LIMIT {half} + 1) m) <= {half} END AS yes
     FROM began b
-)
+){filter_ctes}
 SELECT id, similarity, occurred_start, occurred_end, mentioned_at, date_grain FROM ((
     SELECT {columns}
     FROM (SELECT * FROM memory_units u
@@ -133,11 +133,11 @@ SELECT id, similarity, occurred_start, occurred_end, mentioned_at, date_grain FR
     WHERE u.fact_type = ANY(%(types)s::text[]) AND {dims} AND {tags} AND {in_window}
     ORDER BY 1 - ({vec} <=> {qvec}) DESC, u.id
     LIMIT %(pool)s)
-  UNION ALL (
+  UNION ALL ({filter_branch}
     SELECT {columns}
     FROM memory_units u
     WHERE NOT (SELECT yes FROM few) AND u.bank_id = %(bank)s AND u.fact_type = ANY(%(types)s::text[])
-      AND {dims} AND {tags} AND {in_window}
+      AND {dims} AND {tags} AND {in_window}{filter_gate}
     ORDER BY {vec} <=> {qvec}
     LIMIT %(pool)s)) e""")
 # Under a tag or metadata filter a broad window's HNSW branch walks the graph past every memory
@@ -154,26 +154,10 @@ SELECT id, similarity, occurred_start, occurred_end, mentioned_at, date_grain FR
 # dated bench queries' entry statements x 3 rounds interleaved, load ~4.2,
 # benchmarks/filtered_temporal_ab.py): p50 24.9 -> 14.7 ms; per statement from 40 -> 15 ms
 # (a narrow window across the filter) to 24 -> 41 ms (a window holding half the bank, whose
-# HNSW walk finds its 60 rows early); every row the walk returned is in the exact top.
-_FILTERED_TEMPORAL_ENTRY = sql.SQL("""
-WITH began AS MATERIALIZED (
-    SELECT count(*) AS n FROM (
-        SELECT 1 FROM memory_units u
-        WHERE u.bank_id = %(bank)s AND u.fact_type = ANY(%(types)s::text[])
-          AND u.occurred_start BETWEEN %(wstart)s AND %(wend)s LIMIT {half} + 1) a
-),
-few AS MATERIALIZED (
-    SELECT CASE WHEN b.n > {half} THEN false ELSE
-        (SELECT count(*) FROM (
-            SELECT 1 FROM memory_units u
-            WHERE u.bank_id = %(bank)s AND u.occurred_end > u.occurred_start
-              AND u.occurred_end >= %(wstart)s LIMIT {half} + 1) s)
-        + (SELECT count(*) FROM (
-            SELECT 1 FROM memory_units u
-            WHERE u.bank_id = %(bank)s AND u.mentioned_at BETWEEN %(wstart)s AND %(wend)s
-            LIMIT {half} + 1) m) <= {half} END AS yes
-    FROM began b
-),
+# HNSW walk finds its 60 rows early); every row the walk returned is in the exact top. These
+# CTEs, the branch and the HNSW branch's gate fill _TEMPORAL_ENTRY's three slots, empty without
+# a filter (the statement is then the one it always was, character for character).
+_FILTERED_ENTRY_CTES = sql.SQL(""",
 fmatching AS MATERIALIZED (
     SELECT u.id, {vec} <=> {qvec} AS distance, {in_window} AS inside
     FROM (SELECT * FROM memory_units u
@@ -183,30 +167,16 @@ fmatching AS MATERIALIZED (
 ),
 ffew AS MATERIALIZED (
     SELECT count(*) <= {cap} AS yes FROM fmatching
-)
-SELECT id, similarity, occurred_start, occurred_end, mentioned_at, date_grain FROM ((
-    SELECT {columns}
-    FROM (SELECT * FROM memory_units u
-          WHERE (SELECT yes FROM few) AND u.bank_id = %(bank)s AND {rows}
-          OFFSET 0) u
-    WHERE u.fact_type = ANY(%(types)s::text[]) AND {dims} AND {tags} AND {in_window}
-    ORDER BY 1 - ({vec} <=> {qvec}) DESC, u.id
-    LIMIT %(pool)s)
-  UNION ALL (
+)""")
+_FILTERED_ENTRY_BRANCH = sql.SQL("""
     SELECT u.id::text AS id, 1 - m.distance AS similarity, {dated}
     FROM (SELECT m.id, m.distance FROM fmatching m
           WHERE (SELECT yes FROM ffew) AND m.inside
           ORDER BY m.distance, m.id
           LIMIT %(pool)s) m
     JOIN memory_units u ON u.bank_id = %(bank)s AND u.id = m.id)
-  UNION ALL (
-    SELECT {columns}
-    FROM memory_units u
-    WHERE NOT (SELECT yes FROM few) AND NOT (SELECT yes FROM ffew)
-      AND u.bank_id = %(bank)s AND u.fact_type = ANY(%(types)s::text[])
-      AND {dims} AND {tags} AND {in_window}
-    ORDER BY {vec} <=> {qvec}
-    LIMIT %(pool)s)) e""")
+  UNION ALL (""")
+_FILTERED_ENTRY_GATE = sql.SQL(" AND NOT (SELECT yes FROM ffew)")
 # The exact branch is planned even when the HNSW branch runs: a parallel plan for it launched
 # workers that cost ~50 ms under load without reading a row, and the sequential scan the planner
 # sometimes preferred to the BitmapOr (its row estimates for the window are poor) read the whole
@@ -224,19 +194,7 @@ def filtered_temporal_entry_statement(
     """:func:`temporal_entry_statement` under a tag or metadata filter (``tags``): a broad
     window is ranked exactly among the filter's memories when at most ``filter_max`` match,
     else by the HNSW scan."""
-    vec, qvec = dimension.column, dimension.query()
-    return _FILTERED_TEMPORAL_ENTRY.format(
-        half=sql.Literal(int(exact_max) // 2),
-        cap=sql.Literal(int(filter_max)),
-        columns=_ENTRY_COLUMNS.format(vec=vec, qvec=qvec, dated=_DATED_COLUMNS),
-        dated=_DATED_COLUMNS,
-        rows=_WINDOW_ROWS,
-        in_window=_IN_WINDOW,
-        tags=tags,
-        vec=vec,
-        qvec=qvec,
-        dims=dimension.predicate,
-    )
+    return _entry(tags, dimension, exact_max=exact_max, filter_max=filter_max)
 
 
 def _dated_statement(template: sql.SQL, tags: sql.Composable, dimension: Dimension) -> sql.Composed:
@@ -254,16 +212,26 @@ def temporal_entry_statement(
 ) -> sql.Composed:
     """The most similar memories dated inside the window (occurred or mentioned): ranked
     exactly when the window holds at most about ``exact_max`` memories, else by an HNSW scan."""
+    return _entry(tags, dimension, exact_max=exact_max, filter_max=None)
+
+
+def _entry(
+    tags: sql.Composable, dimension: Dimension, *, exact_max: int, filter_max: int | None
+) -> sql.Composed:
+    """The entry statement; with ``filter_max``, the filter's exact branch and its gate too."""
     vec, qvec = dimension.column, dimension.query()
+    names = {"rows": _WINDOW_ROWS, "in_window": _IN_WINDOW, "tags": tags, "vec": vec, "qvec": qvec}
+    empty = sql.SQL("")
     return _TEMPORAL_ENTRY.format(
         half=sql.Literal(int(exact_max) // 2),
         columns=_ENTRY_COLUMNS.format(vec=vec, qvec=qvec, dated=_DATED_COLUMNS),
-        rows=_WINDOW_ROWS,
-        in_window=_IN_WINDOW,
-        tags=tags,
-        vec=vec,
-        qvec=qvec,
         dims=dimension.predicate,
+        filter_ctes=empty
+        if filter_max is None
+        else _FILTERED_ENTRY_CTES.format(cap=sql.Literal(int(filter_max)), dims=dimension.predicate, **names),
+        filter_branch=empty if filter_max is None else _FILTERED_ENTRY_BRANCH.format(dated=_DATED_COLUMNS),
+        filter_gate=empty if filter_max is None else _FILTERED_ENTRY_GATE,
+        **names,
     )
 
 
