@@ -36,15 +36,16 @@ from _corpus import CORPUS_VERSION, make_queries
 from psycopg import sql
 
 # (a fragment of the statement's text, its name), first match wins.
+# The temporal statements under a filter hold the semantic arm's ``few`` head: named first.
 _NAMES = (
-    ("few AS MATERIALIZED ( SELECT count(*) <=", "semantic-filtered"),
     ("began AS", "temporal-entry"),
+    ("occurred_start IS NOT NULL ORDER BY", "dated-evidence"),
+    ("few AS MATERIALIZED ( SELECT count(*) <=", "semantic-filtered"),
     ("kstats", "keyword"),
     ("EXPLAIN (FORMAT JSON)", "estimate"),
     ("FROM metadata_values", "range-values"),
     ("seeds", "graph"),
     ("unnest(%(frontier)s", "temporal-hop"),
-    ("occurred_start IS NOT NULL ORDER BY", "dated-evidence"),
     ("u.id <> ALL(%(seen)s", "fill"),
     ("SELECT * FROM ( SELECT u.id::text AS id, u.text", "semantic"),
     ("u.tags, u.metadata", "details"),

@@ -423,17 +423,20 @@ class _Compiler:
         return self.condition(node)
 
     def condition(self, c: Condition) -> sql.Composable:
-        test = self.test(c)
         values = self.value_sets.get(c)
         if values is None:
-            return test
+            return self.test(c)
         if not values:
             # No value under the key passes the range: nothing matches.
             return sql.SQL("FALSE")
-        # The same range, plus "equals one of the values that pass it" (the GIN index serves
-        # equality, not order): every item the range accepts is one of them, so the
-        # conjunction selects the same memories.
-        return sql.SQL("({} AND {})").format(self.any_json_equal(c.key, values), test)
+        # "Equals one of the values that pass the range" (the GIN index serves equality, not
+        # order) in place of the range: every item the range accepts is one of them, and an
+        # item equal to one of them passes the range (the lookup ran the range's own jsonpath
+        # test on each value; the two tests see the same items at the key, lax mode both), so
+        # it selects the same memories. The range itself was rechecked on every row too until
+        # 2026-12-02: a third jsonpath call per row for `$and` (source, year >= 2024) at 100k,
+        # 47 -> 42 ms (min of 12) for the statement reading its 12,448 matches (load ~4).
+        return self.any_json_equal(c.key, values)
 
     @staticmethod
     def range_predicate(c: Condition) -> str:
@@ -500,7 +503,7 @@ def compile_filter(
 
     ``value_sets`` gives range conditions (:func:`range_conditions`) the JSON texts of every
     value under their key that passes them (:func:`range_values_plan` reads them): such a
-    condition also tests "equals one of these", which the GIN index serves; an empty set
+    condition is tested as "equals one of these" instead, which the GIN index serves; an empty set
     compiles to ``FALSE``. ``gin_only`` writes the tests the GIN index cannot narrow by
     (orders, ``exists``, also inside ``ne`` / ``nin``) as function calls the planner keeps
     out of index scans (the same rows: see ``_Compiler.unindexed``); the default keeps them
@@ -689,7 +692,7 @@ def with_range_values(
 
 
 def range_values_plan(bank: str, compiled: CompiledFilter) -> Plan[CompiledFilter]:
-    """``compiled`` with each range condition of its tree also tested as "equals one of the
+    """``compiled`` with each range condition of its tree tested as "equals one of the
     values under its key that pass it" (:func:`compile_filter`'s ``value_sets``), which the
     GIN index of migration 0008 serves: one lookup in ``metadata_values`` per range. A range
     passing more than :data:`RANGE_VALUES_MAX` values, or on a key whose values are not all

@@ -24,8 +24,10 @@ __all__ = [
     "filtered_semantic_rows_statement",
     "filtered_semantic_statement",
     "matching_estimate_statement",
+    "matching_head",
     "semantic_rows_statement",
     "semantic_statement",
+    "skips_exact",
 ]
 
 # One HNSW scan over the asked fact types, on the dimension's index (its expression and
@@ -174,9 +176,11 @@ def semantic_rows_statement(tags: sql.Composable, dimension: Dimension) -> sql.C
     return _SEMANTIC_ROWS.format(scan=_rows_scan(tags, dimension))
 
 
-def _matching(tags: sql.Composable, dimension: Dimension, exact_max: int) -> sql.Composed:
-    """The filtered statements' common head: the matching memories (at most ``exact_max`` + 1)
-    and whether they are few enough to rank exactly."""
+def matching_head(tags: sql.Composable, dimension: Dimension, exact_max: int) -> sql.Composed:
+    """The filtered statements' common head: CTEs ``matching`` (the memories ``tags`` lets
+    through, at most ``exact_max`` + 1, each one's ``id`` and cosine ``distance``) and ``few``
+    (``yes``: at most ``exact_max`` of them). The temporal arm's statements under a filter
+    share it (arms/temporal.py)."""
     return _FILTERED_MATCHING.format(
         cap=sql.Literal(int(exact_max)),
         dims=dimension.predicate,
@@ -193,7 +197,7 @@ def filtered_semantic_rows_statement(
     its ``similarity``): the same rows (the exact branch's top n joined to their memories)."""
     gate = sql.SQL("NOT (SELECT yes FROM few) AND {}").format(tags)
     return _FILTERED_SEMANTIC_ROWS.format(
-        matching=_matching(tags, dimension, exact_max),
+        matching=matching_head(tags, dimension, exact_max),
         columns=sql.SQL(MEMORY_COLUMNS),
         scan=_rows_scan(gate, dimension),
     )
@@ -206,7 +210,7 @@ def filtered_semantic_statement(
     ``exact_max`` match, else the HNSW scan of :func:`semantic_statement`."""
     gate = sql.SQL("NOT (SELECT yes FROM few) AND {}").format(tags)
     return _FILTERED_SEMANTIC.format(
-        matching=_matching(tags, dimension, exact_max),
+        matching=matching_head(tags, dimension, exact_max),
         scan=_scan(gate, dimension),
     )
 
@@ -217,14 +221,15 @@ def _filtered(q: ArmQuery) -> bool:
     return q.filtered or set(q.types) != set(FACT_TYPES)
 
 
-def _skips_exact(q: ArmQuery) -> bool:
-    """Whether the planner expects so many matches that the exact ranking is not tried."""
+def skips_exact(q: ArmQuery) -> bool:
+    """Whether the planner expects so many matches that the exact ranking is not tried (by this
+    arm, and by the temporal arm's statements under a filter)."""
     return q.matching_estimate is not None and q.matching_estimate > EXACT_SKIP_ESTIMATE
 
 
 def _prepare(q: ArmQuery, watch: Stopwatch) -> Plan[ArmQuery]:
     """``q`` with the planner's estimate of the memories its filter matches (unfiltered: ``q``),
-    and its filter in the arms' form (``with_range_values``): ranges also tested as "equals one
+    and its filter in the arms' form (``with_range_values``): ranges tested as "equals one
     of the values passing them" (``range_value_queries``, one lookup per range, sent in the
     estimate's round trip), which the GIN index serves, and tests it cannot serve kept out of
     its scans. Every arm started after this reads that filter (the keyword statement, launched
@@ -251,7 +256,7 @@ def _prepare(q: ArmQuery, watch: Stopwatch) -> Plan[ArmQuery]:
 
 def _start(q: ArmQuery) -> Query:
     build = (
-        filtered_semantic_rows_statement if _filtered(q) and not _skips_exact(q) else semantic_rows_statement
+        filtered_semantic_rows_statement if _filtered(q) and not skips_exact(q) else semantic_rows_statement
     )
     return Query(
         build(q.where_sql, q.dimension),
@@ -279,7 +284,7 @@ def relative_cut(rows: Sequence[ScoredRow], fraction: float | None) -> Sequence[
 def _finish(q: ArmQuery, rows: Sequence[MemoryRow] | BaseException, watch: Stopwatch) -> Plan[ArmResult]:
     notes = (
         (f"semantic: about {q.matching_estimate:,.0f} memories match the filter (planner): HNSW scan",)
-        if _skips_exact(q)
+        if skips_exact(q)
         else ()
     )
     found = {r.id: r for r in rows_or_raise(rows)}

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from psycopg import sql
 
 from shared_core.recall.arms import Arm, ArmQuery, ArmResult, rows_or_raise
+from shared_core.recall.arms.semantic import EXACT_MAX_ROWS, matching_head, skips_exact
 from shared_core.recall.boosts import effective_date
 from shared_core.recall.fusion import ArmHit
 from shared_core.recall.timing import Stopwatch
@@ -36,6 +37,8 @@ __all__ = [
     "DatedHit",
     "asks_when",
     "dated_evidence_statement",
+    "filtered_dated_evidence_statement",
+    "filtered_temporal_entry_statement",
     "select_entry_points",
     "temporal_entry_statement",
     "temporal_hop_statement",
@@ -121,7 +124,7 @@ few AS MATERIALIZED (
             WHERE u.bank_id = %(bank)s AND u.mentioned_at BETWEEN %(wstart)s AND %(wend)s
             LIMIT {half} + 1) m) <= {half} END AS yes
     FROM began b
-)
+){filter_ctes}
 SELECT id, similarity, occurred_start, occurred_end, mentioned_at, date_grain FROM ((
     SELECT {columns}
     FROM (SELECT * FROM memory_units u
@@ -130,18 +133,68 @@ SELECT id, similarity, occurred_start, occurred_end, mentioned_at, date_grain FR
     WHERE u.fact_type = ANY(%(types)s::text[]) AND {dims} AND {tags} AND {in_window}
     ORDER BY 1 - ({vec} <=> {qvec}) DESC, u.id
     LIMIT %(pool)s)
-  UNION ALL (
+  UNION ALL ({filter_branch}
     SELECT {columns}
     FROM memory_units u
     WHERE NOT (SELECT yes FROM few) AND u.bank_id = %(bank)s AND u.fact_type = ANY(%(types)s::text[])
-      AND {dims} AND {tags} AND {in_window}
+      AND {dims} AND {tags} AND {in_window}{filter_gate}
     ORDER BY {vec} <=> {qvec}
     LIMIT %(pool)s)) e""")
+# Under a tag or metadata filter a broad window's HNSW branch walks the graph past every memory
+# outside the window or the filter: at 100k (bench bank, team=er, 12,300 of 100,000 match) the
+# entry statement took 54 ms p50 (12 dated queries; 31 ms when the same queries ran unfiltered;
+# benchmarks/filtered_profile.py, load ~2). So, as the semantic arm does, a filter matching at
+# most EXACT_MAX_ROWS memories of the window (its btrees' superset, _WINDOW_ROWS) is ranked
+# exactly when the window itself is too broad to be: ``fmatching`` reads those memories (only
+# when ``few`` is false: a small window keeps its own exact branch), each one's distance and
+# whether it is in the window, and ``ffew`` gates the third branch, the top ``pool`` of those
+# in the window by distance, joined to their dates. The same cosine expression, so a memory
+# scores the same on every branch; the rows are the window's true top ``pool`` among the
+# filter's memories, which the HNSW walk approximated. Measured at 100k (team=er, the 12
+# dated bench queries' entry statements x 3 rounds interleaved, load ~4.2,
+# benchmarks/filtered_temporal_ab.py): p50 24.9 -> 14.7 ms; per statement from 40 -> 15 ms
+# (a narrow window across the filter) to 24 -> 41 ms (a window holding half the bank, whose
+# HNSW walk finds its 60 rows early); every row the walk returned is in the exact top. These
+# CTEs, the branch and the HNSW branch's gate fill _TEMPORAL_ENTRY's three slots, empty without
+# a filter (the statement is then the one it always was, character for character).
+_FILTERED_ENTRY_CTES = sql.SQL(""",
+fmatching AS MATERIALIZED (
+    SELECT u.id, {vec} <=> {qvec} AS distance, {in_window} AS inside
+    FROM (SELECT * FROM memory_units u
+          WHERE NOT (SELECT yes FROM few) AND u.bank_id = %(bank)s AND {rows}
+            AND u.fact_type = ANY(%(types)s::text[]) AND {dims} AND {tags}
+          LIMIT {cap} + 1) u
+),
+ffew AS MATERIALIZED (
+    SELECT count(*) <= {cap} AS yes FROM fmatching
+)""")
+_FILTERED_ENTRY_BRANCH = sql.SQL("""
+    SELECT u.id::text AS id, 1 - m.distance AS similarity, {dated}
+    FROM (SELECT m.id, m.distance FROM fmatching m
+          WHERE (SELECT yes FROM ffew) AND m.inside
+          ORDER BY m.distance, m.id
+          LIMIT %(pool)s) m
+    JOIN memory_units u ON u.bank_id = %(bank)s AND u.id = m.id)
+  UNION ALL (""")
+_FILTERED_ENTRY_GATE = sql.SQL(" AND NOT (SELECT yes FROM ffew)")
 # The exact branch is planned even when the HNSW branch runs: a parallel plan for it launched
 # workers that cost ~50 ms under load without reading a row, and the sequential scan the planner
 # sometimes preferred to the BitmapOr (its row estimates for the window are poor) read the whole
 # bank (~190 ms against ~50 ms, at 100k).
 ENTRY_SETTINGS = {"max_parallel_workers_per_gather": "0", "enable_seqscan": "off"}
+
+
+def filtered_temporal_entry_statement(
+    tags: sql.Composable,
+    dimension: Dimension,
+    *,
+    exact_max: int = ENTRY_EXACT_MAX_ROWS,
+    filter_max: int = EXACT_MAX_ROWS,
+) -> sql.Composed:
+    """:func:`temporal_entry_statement` under a tag or metadata filter (``tags``): a broad
+    window is ranked exactly among the filter's memories when at most ``filter_max`` match,
+    else by the HNSW scan."""
+    return _entry(tags, dimension, exact_max=exact_max, filter_max=filter_max)
 
 
 def _dated_statement(template: sql.SQL, tags: sql.Composable, dimension: Dimension) -> sql.Composed:
@@ -159,16 +212,26 @@ def temporal_entry_statement(
 ) -> sql.Composed:
     """The most similar memories dated inside the window (occurred or mentioned): ranked
     exactly when the window holds at most about ``exact_max`` memories, else by an HNSW scan."""
+    return _entry(tags, dimension, exact_max=exact_max, filter_max=None)
+
+
+def _entry(
+    tags: sql.Composable, dimension: Dimension, *, exact_max: int, filter_max: int | None
+) -> sql.Composed:
+    """The entry statement; with ``filter_max``, the filter's exact branch and its gate too."""
     vec, qvec = dimension.column, dimension.query()
+    names = {"rows": _WINDOW_ROWS, "in_window": _IN_WINDOW, "tags": tags, "vec": vec, "qvec": qvec}
+    empty = sql.SQL("")
     return _TEMPORAL_ENTRY.format(
         half=sql.Literal(int(exact_max) // 2),
         columns=_ENTRY_COLUMNS.format(vec=vec, qvec=qvec, dated=_DATED_COLUMNS),
-        rows=_WINDOW_ROWS,
-        in_window=_IN_WINDOW,
-        tags=tags,
-        vec=vec,
-        qvec=qvec,
         dims=dimension.predicate,
+        filter_ctes=empty
+        if filter_max is None
+        else _FILTERED_ENTRY_CTES.format(cap=sql.Literal(int(filter_max)), dims=dimension.predicate, **names),
+        filter_branch=empty if filter_max is None else _FILTERED_ENTRY_BRANCH.format(dated=_DATED_COLUMNS),
+        filter_gate=empty if filter_max is None else _FILTERED_ENTRY_GATE,
+        **names,
     )
 
 
@@ -184,6 +247,43 @@ LIMIT %(n)s""")
 def dated_evidence_statement(tags: sql.Composable, dimension: Dimension) -> sql.Composed:
     """The memories most similar to the query among those whose text stated a time."""
     return _dated_statement(_DATED_EVIDENCE, tags, dimension)
+
+
+# Under a tag or metadata filter the HNSW scan above walks past every memory the filter or the
+# date test rejects: at 100k (bench bank, team=er, 12,300 of 100,000 match, all dated) it took
+# 102 ms p50 against 17 ms unfiltered (4 "when" questions of 50; benchmarks/filtered_profile.py,
+# load ~2-3). So, as the semantic arm does, when at most EXACT_MAX_ROWS dated memories pass the
+# filter they are ranked exactly (the semantic arm's head, ``matching_head``, over the filter
+# and the date test) and the top n joined to their dates, in order; otherwise the scan above
+# runs, unchanged. The same cosine expression: a memory scores the same on either branch.
+# Interleaved with the HNSW statement (team=er, the 4 "when" bench questions x 3 rounds, load
+# ~4.2, benchmarks/filtered_temporal_ab.py): p50 57.2 -> 44.5 ms (11,969 buffers against
+# 21,703 for the walk); 99.4% of the walk's 300 rows are in the exact top 300 (min 98.0%).
+_FILTERED_DATED_EVIDENCE = sql.SQL("""{matching}SELECT * FROM ((
+    SELECT u.id::text AS id, 1 - m.distance AS similarity, {dated}
+    FROM (SELECT m.id, m.distance FROM matching m
+          WHERE (SELECT yes FROM few)
+          ORDER BY m.distance, m.id
+          LIMIT %(n)s) m
+    JOIN memory_units u ON u.bank_id = %(bank)s AND u.id = m.id
+    ORDER BY m.distance, m.id)
+  UNION ALL ({scan})) e""")
+_DATED = sql.SQL("u.occurred_start IS NOT NULL")
+
+
+def filtered_dated_evidence_statement(
+    tags: sql.Composable, dimension: Dimension, *, exact_max: int = EXACT_MAX_ROWS
+) -> sql.Composed:
+    """:func:`dated_evidence_statement` under a tag or metadata filter (``tags``): the dated
+    memories it lets through ranked exactly when at most ``exact_max`` of them, else the HNSW
+    scan."""
+    dated = sql.SQL("({} AND {})").format(tags, _DATED)
+    gate = sql.SQL("NOT (SELECT yes FROM few) AND {}").format(tags)
+    return _FILTERED_DATED_EVIDENCE.format(
+        matching=matching_head(dated, dimension, exact_max),
+        dated=_DATED_COLUMNS,
+        scan=_dated_statement(_DATED_EVIDENCE, gate, dimension),
+    )
 
 
 # One hop of spreading along temporal and causal links: for each frontier memory, its
@@ -407,13 +507,23 @@ def _spread(
     return neighbours[:budget]
 
 
+def _exact_filter(q: ArmQuery) -> bool:
+    """Whether a tag or metadata filter may be narrow enough to rank its memories exactly
+    (an unfiltered recall, or one the planner expects to match many, runs the statements it
+    always ran)."""
+    return q.filtered and not skips_exact(q)
+
+
 def _start(q: ArmQuery) -> Query | None:
+    exact = _exact_filter(q)
     if q.window is None:
         if not (q.asks_when and q.settings.temporal_when_questions):
             return None
-        return Query(dated_evidence_statement(q.where_sql, q.dimension), q.params(), row_type=DatedHit)
+        dated = filtered_dated_evidence_statement if exact else dated_evidence_statement
+        return Query(dated(q.where_sql, q.dimension), q.params(), row_type=DatedHit)
+    entry = filtered_temporal_entry_statement if exact else temporal_entry_statement
     return Query(
-        temporal_entry_statement(q.where_sql, q.dimension),
+        entry(q.where_sql, q.dimension),
         q.params(wstart=q.window.start, wend=q.window.end, pool=q.settings.temporal_entry_pool),
         settings=ENTRY_SETTINGS,
         row_type=DatedHit,
