@@ -141,8 +141,9 @@ class Pools:
             before a call fails with :class:`~shared_core.errors.DatabaseUnavailableError`.
 
     Pooled connections are checked before use (locally when their socket is quiet:
-    :func:`_quiet`), so a server restart between calls is not seen; :meth:`run_read` retries a read once when the connection breaks during it. Every
-    database failure leaves as a :class:`~shared_core.errors.HindsightError`.
+    :func:`_quiet`), so a server restart between calls is not seen; :meth:`run_read` retries
+    a read once when the connection breaks during it. Every database failure leaves as a
+    :class:`~shared_core.errors.HindsightError`.
     """
 
     def __init__(

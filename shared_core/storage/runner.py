@@ -206,9 +206,8 @@ def _framed_sync(conn: psycopg.Connection[Any], query: Query) -> Any:
     waits for the server process to be scheduled, milliseconds under load). A failed statement
     (a timeout) skips the COMMIT; the transaction is rolled back here and the error raised."""
     try:
-        with conn.pipeline():
-            with conn.transaction():
-                (cur,) = _send_sync(conn, (query,))
+        with conn.pipeline(), conn.transaction():
+            (cur,) = _send_sync(conn, (query,))
     except psycopg.Error:
         if not conn.closed:
             conn.rollback()
@@ -392,9 +391,8 @@ async def _copy_async(conn: psycopg.AsyncConnection[Any], op: Copy) -> int:
 async def _framed_async(conn: psycopg.AsyncConnection[Any], query: Query) -> Any:
     """Async twin of :func:`_framed_sync`."""
     try:
-        async with conn.pipeline():
-            async with conn.transaction():
-                (cur,) = await _send_async(conn, (query,))
+        async with conn.pipeline(), conn.transaction():
+            (cur,) = await _send_async(conn, (query,))
     except psycopg.Error:
         if not conn.closed:
             await conn.rollback()
