@@ -105,13 +105,20 @@ def recall_plan(ctx: RecallContext, query: str, opts: RecallOptions) -> Plan[Rec
     # Loads the cross-encoder on first use; its kind picks the arm weights and boosts.
     arm_weights, _ = settings.profile(ctx.reranker.kind)
 
+    fused: list[tuple[dict[ArmName, Sequence[ArmHit]], list[FusedCandidate]]] = []
+
     def fuse(arms: Mapping[ArmName, Sequence[ArmHit]]) -> list[FusedCandidate]:
-        return reciprocal_rank_fusion(
-            {a: hits for a, hits in arms.items() if hits},
-            k=settings.rrf_k,
-            weights=arm_weights,
-            limit=settings.rerank_max_candidates,
+        present = {a: hits for a, hits in arms.items() if hits}
+        # Fusion is a function of the hit lists: the same lists (the graph added none, as for
+        # 42 of the 50 bench queries at 100k) give the candidates fused ahead, not built twice.
+        for before, cut in fused:
+            if before.keys() == present.keys() and all(before[a] is present[a] for a in present):
+                return cut
+        cut = reciprocal_rank_fusion(
+            present, k=settings.rrf_k, weights=arm_weights, limit=settings.rerank_max_candidates
         )
+        fused.append((present, cut))
+        return cut
 
     def ahead(
         arms: Mapping[ArmName, Sequence[ArmHit]], known: Mapping[str, MemoryRow]

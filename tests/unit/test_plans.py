@@ -194,6 +194,30 @@ def test_the_first_rounds_candidates_are_hydrated_while_the_graph_statement_runs
     assert {"hydrate_ahead", "seeded_arms", "hydrate"} <= set(result.trace.timings_ms)
 
 
+@pytest.mark.parametrize(("graph_rows", "fusions"), [([], 1), ([{"id": C, "score": 0.8}], 2)])
+def test_fusion_ahead_is_reused_when_the_graph_adds_no_hit(
+    monkeypatch: pytest.MonkeyPatch, graph_rows: list[dict[str, Any]], fusions: int
+) -> None:
+    """The candidates fused ahead of the graph's rows are the final ones when it found
+    nothing: fused once; with a graph hit, fused again (and C is among the memories)."""
+    import shared_core.recall.pipeline as pipeline
+
+    calls: list[int] = []
+    fuse = pipeline.reciprocal_rank_fusion
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return fuse(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "reciprocal_rank_fusion", counted)
+    arms = {"semantic": [{"id": A, "score": 0.9}], "keyword": [{"id": B, "score": 3.0}], "graph": graph_rows}
+    result, _ = run_recorded(
+        recall_plan(_context(), "Where does Bob live?", RecallOptions(trace=True)), _answer(arms)
+    )  # type: ignore[arg-type]
+    assert len(calls) == fusions
+    assert [m.id for m in result.memories] == [B, A, *(r["id"] for r in graph_rows)]
+
+
 def test_graph_timeout_falls_back_to_links_and_says_so() -> None:
     arms = {
         "semantic": [{"id": A, "score": 0.9}],
