@@ -93,7 +93,12 @@ def recall_plan(ctx: RecallContext, query: str, opts: RecallOptions) -> Plan[Rec
         asks_when=asks_when(text),
     )
     running = opts.arm_names.union(*(ARMS[name].needs for name in opts.arm_names))
-    # The vector-free arms' statements run while the query is embedded (see _search).
+    # The vector-free arms' statements run while the query is embedded (see _search). Their
+    # server process then shares the cores with the embedding: on 2 cores already busy with
+    # other work, the embedding's wall time grew from 14.7 to 21.9 ms p50 beside the keyword
+    # statement (27.3 beside a statement that only burns CPU, 14.0 beside one that sleeps;
+    # its CPU time unchanged: 2026-12-02, load ~2.5, docs/benchmarks/latency.md). That is the
+    # price of the overlap, which needs a free core to pay off, not a cost of the embedding.
     early = {
         name: first
         for name, arm in ARMS.items()
