@@ -176,6 +176,13 @@ def main() -> int:
         f"  headline B - A, paired by query (the same query, one right after the other): median "
         f"{statistics.median(diffs):+.2f} ms, B faster in {faster:.0%} of calls"
     )
+    totals = [rb["t"]["total"] - ra["t"]["total"] for ra, rb in zip(got["A"], got["B"], strict=True)]
+    if totals:
+        share = sum(d < 0 for d in totals) / len(totals)
+        print(
+            f"  total with the query embedding, B - A, paired by query: median "
+            f"{statistics.median(totals):+.2f} ms, B faster in {share:.0%} of calls"
+        )
     ca, cb = (statistics.median(r["cpu"] for r in got[side]) for side in ("A", "B"))
     print(f"  client CPU per recall, all threads, embedding included (median ms): A {ca:.2f} | B {cb:.2f}")
     print(

@@ -62,18 +62,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     from shared_core import EngineConfig, MemoryEngine
 
     recorded: list[tuple[str, Any, float]] = []
-    original = runner._exec_sync
 
-    def recording(conn: Any, query: Any) -> Any:
-        t0 = time.perf_counter()
-        try:
-            return original(conn, query)
-        finally:
-            statement = query.statement
-            text = statement if isinstance(statement, str) else statement.as_string(conn)
-            recorded.append((text, query, (time.perf_counter() - t0) * 1e3))
+    def recording(original: Any) -> Any:
+        def run(conn: Any, query: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return original(conn, query)
+            finally:
+                statement = query.statement
+                text = statement if isinstance(statement, str) else statement.as_string(conn)
+                recorded.append((text, query, (time.perf_counter() - t0) * 1e3))
 
-    runner._exec_sync = recording
+        return run
+
+    # A statement with settings or a timeout runs framed (its own transaction, one pipeline);
+    # the others through _exec_sync.
+    runner._exec_sync = recording(runner._exec_sync)
+    runner._framed_sync = recording(runner._framed_sync)
     options: dict[str, Any] = {}
     if args.filter is not None:
         options["filter"] = args.filter

@@ -93,7 +93,12 @@ def recall_plan(ctx: RecallContext, query: str, opts: RecallOptions) -> Plan[Rec
         asks_when=asks_when(text),
     )
     running = opts.arm_names.union(*(ARMS[name].needs for name in opts.arm_names))
-    # The vector-free arms' statements run while the query is embedded (see _search).
+    # The vector-free arms' statements run while the query is embedded (see _search). Their
+    # server process then shares the cores with the embedding: on 2 cores already busy with
+    # other work, the embedding's wall time grew from 14.7 to 21.9 ms p50 beside the keyword
+    # statement (27.3 beside a statement that only burns CPU, 14.0 beside one that sleeps;
+    # its CPU time unchanged: 2026-12-02, load ~2.5, docs/benchmarks/latency.md). That is the
+    # price of the overlap, which needs a free core to pay off, not a cost of the embedding.
     early = {
         name: first
         for name, arm in ARMS.items()
@@ -102,16 +107,36 @@ def recall_plan(ctx: RecallContext, query: str, opts: RecallOptions) -> Plan[Rec
     launched = (yield Launch(tuple(early.values()))) if early else None
     vector, window = yield Compute(_analyse, (ctx, text, now, opts.window, watch))
     aq = dataclasses.replace(unembedded, vector=vector, window=window)
-    arms, known = yield from _search(aq, opts.arm_names, running, (tuple(early), launched), watch, notes)
     # Loads the cross-encoder on first use; its kind picks the arm weights and boosts.
     arm_weights, _ = settings.profile(ctx.reranker.kind)
-    with watch.stage("fusion"):
+
+    fused: list[tuple[dict[ArmName, Sequence[ArmHit]], list[FusedCandidate]]] = []
+
+    def fuse(arms: Mapping[ArmName, Sequence[ArmHit]]) -> list[FusedCandidate]:
+        present = {a: hits for a, hits in arms.items() if hits}
+        # Fusion is a function of the hit lists: the same lists (the graph added none, as for
+        # 42 of the 50 bench queries at 100k) give the candidates fused ahead, not built twice.
+        for before, cut in fused:
+            if before.keys() == present.keys() and all(before[a] is present[a] for a in present):
+                return cut
         cut = reciprocal_rank_fusion(
-            {a: hits for a, hits in arms.items() if hits},
-            k=settings.rrf_k,
-            weights=arm_weights,
-            limit=settings.rerank_max_candidates,
+            present, k=settings.rrf_k, weights=arm_weights, limit=settings.rerank_max_candidates
         )
+        fused.append((present, cut))
+        return cut
+
+    def ahead(
+        arms: Mapping[ArmName, Sequence[ArmHit]], known: Mapping[str, MemoryRow]
+    ) -> Plan[dict[str, MemoryRow]]:
+        with watch.stage("hydrate_ahead"):
+            _, rows = yield from hydrate_plan(opts.bank, fuse(arms), vector, known)
+        return rows
+
+    arms, known = yield from _search(
+        aq, opts.arm_names, running, (tuple(early), launched), watch, notes, ahead=ahead
+    )
+    with watch.stage("fusion"):
+        cut = fuse(arms)
     memories: list[RecalledMemory] = []
     ranked: list[MemoryRow] = []
     chunks: dict[str, str] = {}
@@ -211,6 +236,12 @@ statements do not read ``%(qvec)s``; psycopg sends only the parameters a stateme
 _Early: TypeAlias = tuple[tuple[ArmName, ...], Launched | None]
 """The arms whose first statements were launched before the embedding, and their handle."""
 
+_Ahead: TypeAlias = Callable[
+    [Mapping[ArmName, Sequence[ArmHit]], Mapping[str, MemoryRow]], Plan[dict[str, MemoryRow]]
+]
+"""Work run while the second round's statements run: from the first round's reported hits and
+the rows its arms read, the rows of more candidates (hydration ahead of fusion)."""
+
 
 def _search(
     aq: ArmQuery,
@@ -219,6 +250,8 @@ def _search(
     early: _Early,
     watch: Stopwatch,
     notes: list[str],
+    *,
+    ahead: _Ahead | None = None,
 ) -> Plan[tuple[dict[ArmName, list[ArmHit]], dict[str, MemoryRow]]]:
     """The arms' hits, and the rows of those an arm read whole (the semantic arm's, for
     hydration), in two rounds, after each running arm's ``prepare`` (if it has one): first
@@ -234,6 +267,11 @@ def _search(
     seed the second round finish, its statements are launched, and the other first-round arms
     finish meanwhile (the temporal spread's hops, stage ``temporal_spread``, on the plan's
     connection); stage ``seeded_arms`` is what is left of the second round after that.
+
+    ``ahead``, while the second round runs: the candidates the first round's hits fuse into are
+    hydrated (stage ``hydrate_ahead``), since those the seeded arms add or push out are few
+    (the graph returned no row for 42 of the 50 bench queries at 100k); hydration after fusion
+    then reads only what is still missing, usually nothing. Its rows join the ones returned.
     """
     for name, arm in ARMS.items():
         if name in running and arm.prepare is not None:
@@ -249,13 +287,20 @@ def _search(
     seeded_aq = dataclasses.replace(aq, prior={name: result.hits for name, result in results.items()})
     second = {name: query for name in seeded if (query := ARMS[name].start(seeded_aq)) is not None}
     meanwhile = [name for name in first if name not in seeds and name in rows]
-    # With first-round rows to finish meanwhile (the temporal spread's hops) the second round
-    # is launched before them and collected after; with none (most questions name no time) it
-    # runs at once, which the sync runner does in this thread (a Launch is always handed to
-    # another one, and this one would only wait for it).
-    launched = (yield Launch(tuple(second.values()))) if second and meanwhile else None
+    # With work to do meanwhile (the temporal spread's hops, hydration ahead) the second round
+    # is launched before it and collected after; with none it runs at once, which the sync
+    # runner does in this thread (a Launch is always handed to another one, and this one would
+    # only wait for it).
+    launched = (yield Launch(tuple(second.values()))) if second and (meanwhile or ahead) else None
     for name in meanwhile:
         results[name] = yield from ARMS[name].finish(aq, rows[name], watch)
+    early_rows: dict[str, MemoryRow] = {}
+    if launched is not None and ahead is not None:
+        so_far = {a: result.hits for a, result in results.items() if a in wanted}
+        known_so_far = {
+            i: row for a, result in results.items() if a in wanted for i, row in result.rows.items()
+        }
+        early_rows = yield from ahead(so_far, known_so_far)
     second_rows: list[Any] = []
     if second:
         with watch.stage("seeded_arms"):
@@ -270,7 +315,7 @@ def _search(
     hits = {a: results[a].hits if a in wanted and a in results else [] for a in ARM_NAMES}
     # Only the reported arms' rows: an arm run for another's seeds fuses nothing.
     known = {i: row for a, result in results.items() if a in wanted for i, row in result.rows.items()}
-    return hits, known
+    return hits, early_rows | known
 
 
 def _first_round(

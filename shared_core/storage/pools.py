@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import select
 import threading
 import weakref
 from collections.abc import Callable
@@ -16,7 +17,7 @@ from typing import Any, TypeVar
 
 import psycopg
 from pgvector.psycopg import register_vector, register_vector_async
-from psycopg import sql
+from psycopg import pq, sql
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from shared_core.errors import DatabaseUnavailableError, HindsightError
@@ -51,6 +52,47 @@ _SESSION_SETTINGS = sql.SQL(
     "set_config('TimeZone', 'UTC', false)"
 )
 _CONCURRENT_WORKERS = 4
+
+
+def _quiet(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> bool:
+    """Whether a pooled connection is known to be usable without a round trip: libpq holds it
+    open and idle, and the server has sent nothing since the last result.
+
+    A server that goes away (a restart or shutdown, ``pg_terminate_backend``, an
+    ``idle_session_timeout``, its process killed) sends a FATAL message and closes the socket,
+    or the kernel closes it: either way the socket turns readable, and the pool's full check
+    (an empty query) runs and discards the connection. A healthy idle connection has nothing
+    to read (this library never LISTENs), so its check costs one ``poll`` instead of a round
+    trip to the server. That round trip ran at every checkout, ~4 per recall on its critical
+    path (the keyword, semantic and graph statements' connections and the plan's own), and
+    under load each one waits for the server process to be scheduled.
+    """
+    pgconn = conn.pgconn
+    if pgconn.status != pq.ConnStatus.OK or pgconn.transaction_status != pq.TransactionStatus.IDLE:
+        return False
+    try:
+        fd = pgconn.socket
+        if hasattr(select, "poll"):
+            poller = select.poll()
+            poller.register(fd, select.POLLIN | select.POLLPRI)
+            return not poller.poll(0)
+        readable, _, _ = select.select([fd], [], [], 0)  # Windows: no poll()
+        return not readable
+    except (OSError, ValueError, psycopg.Error):
+        return False  # the full check decides
+
+
+def _check_sync(conn: psycopg.Connection[Any]) -> None:
+    """The sync pool's check at checkout: the full check only when :func:`_quiet` cannot
+    vouch for the connection."""
+    if not _quiet(conn):
+        ConnectionPool.check_connection(conn)
+
+
+async def _check_async(conn: psycopg.AsyncConnection[Any]) -> None:
+    """Async twin of :func:`_check_sync`."""
+    if not _quiet(conn):
+        await AsyncConnectionPool.check_connection(conn)
 
 
 def _finish(connections: weakref.WeakSet[psycopg.AsyncConnection[Any]]) -> None:
@@ -98,9 +140,10 @@ class Pools:
         connect_timeout: seconds to wait for a new connection, or for a free pooled one,
             before a call fails with :class:`~shared_core.errors.DatabaseUnavailableError`.
 
-    Pooled connections are checked before use, so a server restart between calls is not
-    seen; :meth:`run_read` retries a read once when the connection breaks during it. Every
-    database failure leaves as a :class:`~shared_core.errors.HindsightError`.
+    Pooled connections are checked before use (locally when their socket is quiet:
+    :func:`_quiet`), so a server restart between calls is not seen; :meth:`run_read` retries
+    a read once when the connection breaks during it. Every database failure leaves as a
+    :class:`~shared_core.errors.HindsightError`.
     """
 
     def __init__(
@@ -208,7 +251,7 @@ class Pools:
                         kwargs=self._connect_kwargs,
                         timeout=self._connect_timeout,
                         reconnect_timeout=self._connect_timeout,
-                        check=ConnectionPool.check_connection,
+                        check=_check_sync,
                         open=True,
                         name="hindsight",
                     )
@@ -255,7 +298,7 @@ class Pools:
             kwargs=self._connect_kwargs,
             timeout=self._connect_timeout,
             reconnect_timeout=self._connect_timeout,
-            check=AsyncConnectionPool.check_connection,
+            check=_check_async,
             open=False,
             name="hindsight-async",
         )

@@ -28,6 +28,22 @@ def _every_operation() -> Plan[list[Any]]:
     seen.append((yield Query("SELECT n, word FROM twin ORDER BY n", row_type=_Pair)))
     both = yield Concurrently((Query("SELECT %(x)s::int AS x", {"x": 5}), Query("SELECT 1/0 AS boom")))
     seen.append((both[0], type(both[1]).__name__))
+    # One-offs with settings or a timeout run in a transaction of their own (one pipeline):
+    # the setting holds for their statement only, a timeout comes back as a value, and the
+    # connection returns to the pool clean (the next ones run).
+    framed = yield Concurrently(
+        (
+            Query("SELECT current_setting('work_mem') AS mem", settings={"work_mem": "7MB"}),
+            Query("SELECT pg_sleep(1)", timeout_ms=50),
+            Query("SELECT 1/0 AS boom", timeout_ms=5000),
+            Query("SELECT current_setting('work_mem') = '7MB' AS leaked"),
+        )
+    )
+    seen.append([f if isinstance(f, list) else type(f).__name__ for f in framed])
+    again = yield Concurrently(
+        (Query("SELECT 6 AS x", timeout_ms=5000), Query("SELECT 7 AS x", settings={"work_mem": "7MB"}))
+    )
+    seen.append(again)
     seen.append((yield Compute(sum, ([1, 2, 3],))))
     try:
         yield Query("SELECT pg_sleep(1)", timeout_ms=50)
@@ -45,6 +61,8 @@ async def test_sync_and_async_runners_agree_on_every_operation(engine: MemoryEng
     assert sync_values[1] == _Pair(n=2, word="two")
     assert sync_values[5] == [_Pair(n=3, word="THREE"), _Pair(n=4, word="FOUR")]
     assert sync_values[6] == ([{"x": 5}], "DivisionByZero")
+    assert sync_values[7] == [[{"mem": "7MB"}], "QueryCanceled", "DivisionByZero", [{"leaked": False}]]
+    assert sync_values[8] == [[{"x": 6}], [{"x": 7}]]
     assert sync_values[-2:] == ["cancelled", {"n": 2}]
 
 

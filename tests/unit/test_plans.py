@@ -129,20 +129,27 @@ def test_recall_plan_fuses_the_recorded_arms_and_traces_every_stage() -> None:
     )  # type: ignore[arg-type]
     # keyword (weight 3) puts B first; the keyword statement went out before the query was
     # embedded (it needs no vector), the other arms' first statements in one batch after it,
-    # collected with it, and the graph arm's (seeded by their hits) in a second batch, run at
-    # once (no temporal rows to finish meanwhile: not launched to be collected straight away)
+    # collected with it, and the graph arm's (seeded by their hits) launched in a second
+    # batch; while it runs, the candidates the first round fuses into are hydrated (none here:
+    # the semantic statement read A's and B's rows itself), and after fusion the graph's C
     assert [m.id for m in result.memories] == [B, A, C]
-    (keyword,) = (op for op in ops if isinstance(op, Launch))
+    keyword, graph = (op for op in ops if isinstance(op, Launch))
     (embedding,) = (i for i, op in enumerate(ops) if isinstance(op, Compute) and op.fn is _analyse)
     assert ops.index(keyword) < embedding
     assert [q.row_type for q in keyword.queries] == [ScoredRow]
     assert "u.search_vector @@ kq.q" in statement_text(keyword.queries[0])
-    first, graph = (op for op in ops if isinstance(op, Concurrently))
+    (first,) = (op for op in ops if isinstance(op, Concurrently))
     assert len(first.queries) == 1  # the semantic statement; no window: no temporal statement
     assert "<=>" in statement_text(first.queries[0])
-    (first_collect,) = (op for op in ops if isinstance(op, Collect))
+    first_collect, graph_collect = (op for op in ops if isinstance(op, Collect))
     assert embedding < ops.index(first) < ops.index(first_collect) < ops.index(graph)
     assert len(graph.queries) == 1 and graph.queries == tuple(_graph_queries(ops))
+    hydrations = [
+        (i, sorted(op.params["ids"]))  # type: ignore[index]
+        for i, op in enumerate(ops)
+        if isinstance(op, Query) and op.row_type is MemoryRow
+    ]
+    assert hydrations == [(ops.index(graph_collect) + 1, [C])]
     trace = result.trace
     assert trace is not None and trace.time_window_source == "none"
     assert [i for i, _ in trace.arms["semantic"]] == [A, B]
@@ -159,6 +166,56 @@ def test_recall_plan_fuses_the_recorded_arms_and_traces_every_stage() -> None:
         "total",
     }
     assert result.memories[0].scores.arm_ranks == {"semantic": 2, "keyword": 1}
+
+
+def test_the_first_rounds_candidates_are_hydrated_while_the_graph_statement_runs() -> None:
+    """B, found by the keyword arm alone, has no row yet: it is read between the graph
+    statement's launch and its collection; C, the graph's, after fusion; the memories and
+    their order are those of hydrating everything after fusion."""
+    arms = {
+        "semantic": [{"id": A, "score": 0.9}],
+        "keyword": [{"id": B, "score": 3.0}],
+        "graph": [{"id": C, "score": 0.8}],
+    }
+    result, ops = run_recorded(
+        recall_plan(_context(), "Where does Bob live?", RecallOptions(trace=True)), _answer(arms)
+    )  # type: ignore[arg-type]
+    (graph,) = _graph_queries(ops)
+    launch = next(i for i, op in enumerate(ops) if isinstance(op, Launch) and graph in op.queries)
+    collect = next(i for i, op in enumerate(ops) if isinstance(op, Collect) and i > launch)
+    hydrations = [
+        (i, sorted(op.params["ids"]))  # type: ignore[index]
+        for i, op in enumerate(ops)
+        if isinstance(op, Query) and op.row_type is MemoryRow
+    ]
+    assert hydrations == [(launch + 1, [B]), (collect + 1, [C])]
+    assert [m.id for m in result.memories] == [B, A, C]
+    assert result.trace is not None
+    assert {"hydrate_ahead", "seeded_arms", "hydrate"} <= set(result.trace.timings_ms)
+
+
+@pytest.mark.parametrize(("graph_rows", "fusions"), [([], 1), ([{"id": C, "score": 0.8}], 2)])
+def test_fusion_ahead_is_reused_when_the_graph_adds_no_hit(
+    monkeypatch: pytest.MonkeyPatch, graph_rows: list[dict[str, Any]], fusions: int
+) -> None:
+    """The candidates fused ahead of the graph's rows are the final ones when it found
+    nothing: fused once; with a graph hit, fused again (and C is among the memories)."""
+    import shared_core.recall.pipeline as pipeline
+
+    calls: list[int] = []
+    fuse = pipeline.reciprocal_rank_fusion
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return fuse(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "reciprocal_rank_fusion", counted)
+    arms = {"semantic": [{"id": A, "score": 0.9}], "keyword": [{"id": B, "score": 3.0}], "graph": graph_rows}
+    result, _ = run_recorded(
+        recall_plan(_context(), "Where does Bob live?", RecallOptions(trace=True)), _answer(arms)
+    )  # type: ignore[arg-type]
+    assert len(calls) == fusions
+    assert [m.id for m in result.memories] == [B, A, *(r["id"] for r in graph_rows)]
 
 
 def test_graph_timeout_falls_back_to_links_and_says_so() -> None:

@@ -1,0 +1,122 @@
+"""A/B of one memory retained into a loaded bank (issue 15.2) by two source trees, interleaved.
+
+    HINDSIGHT_BENCH_PGDATA=... .venv/bin/python benchmarks/single_retain_ab.py \
+        --a /path/to/baseline/tree --b . --bank bench-latency-v2-100000 --count 100
+
+Each tree runs in a worker process of its own (this interpreter, ``PYTHONPATH`` = the tree), on
+the same embedded server and bank; the driver asks both to retain the same chat turn (vector
+given, extraction on: ``single_retain.py``'s turns) in turn, alternating which goes first, so
+both see the same load. Prints p50/p95 of each side, the paired difference (the same turn, one
+right after the other), the client CPU per retain and the load average. Every memory written
+is deleted at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+_WORKER = r"""
+import datetime as dt, json, os, sys, time
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+sys.path.insert(0, sys.argv[1] + "/benchmarks")
+import numpy as np
+from single_retain import TURNS
+from shared_core import MemoryEngine
+from shared_core.types import MemoryItem
+
+bank, side = sys.argv[2], sys.argv[3]
+ids = []
+with MemoryEngine(data_dir=os.environ["HINDSIGHT_BENCH_PGDATA"]) as engine:
+    dim = engine.embedder.dimension
+    ids += engine.retain(["warm-up turn about Paris in May 2023"], bank=bank, progress=False)
+    print("ready", flush=True)
+    for line in sys.stdin:
+        i = int(line)
+        vector = np.random.default_rng(i).normal(0, 1, dim).astype(np.float32)  # both sides alike
+        item = MemoryItem(
+            text=TURNS[i % len(TURNS)],
+            mentioned_at=dt.datetime(2024, 6, 1, tzinfo=dt.UTC) + dt.timedelta(hours=i),
+            embedding=(vector / np.linalg.norm(vector)).tolist(),
+        )
+        cpu, t0 = time.process_time(), time.perf_counter()
+        ids += engine.retain([item], bank=bank, progress=False)
+        ms = (time.perf_counter() - t0) * 1e3
+        print(json.dumps({"ms": ms, "cpu": (time.process_time() - cpu) * 1e3}), flush=True)
+    engine.delete(ids, bank=bank)
+"""
+
+
+def _worker(tree: Path, bank: str, side: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _WORKER, str(tree), bank, side],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=tree,
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "ready"
+    return proc
+
+
+def _ask(proc: subprocess.Popen[str], i: int) -> dict[str, Any]:
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(f"{i}\n")
+    proc.stdin.flush()
+    result: dict[str, Any] = json.loads(proc.stdout.readline())
+    return result
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--a", type=Path, required=True)
+    p.add_argument("--b", type=Path, required=True)
+    p.add_argument("--bank", default="bench-latency-v2-100000")
+    p.add_argument("--count", type=int, default=100)
+    p.add_argument("--warmup", type=int, default=4)
+    args = p.parse_args()
+    a = _worker(args.a.resolve(), args.bank, "A")
+    b = _worker(args.b.resolve(), args.bank, "B")
+    loads = [os.getloadavg()[0]]
+    got: dict[str, list[dict[str, Any]]] = {"A": [], "B": []}
+    for i in range(args.warmup + args.count):
+        order = [("A", a), ("B", b)] if i % 2 == 0 else [("B", b), ("A", a)]
+        out = {name: _ask(proc, i) for name, proc in order}
+        if i >= args.warmup:
+            for name in ("A", "B"):
+                got[name].append(out[name])
+        if i % 10 == 0:
+            loads.append(os.getloadavg()[0])
+    for proc in (a, b):
+        assert proc.stdin is not None
+        proc.stdin.close()
+        proc.wait()
+    print(f"bank {args.bank}, {args.count} retains per side, load avg {min(loads):.2f}-{max(loads):.2f}")
+    print(f"A = {args.a}\nB = {args.b}")
+    for side in ("A", "B"):
+        ms = sorted(r["ms"] for r in got[side])
+        print(
+            f"  {side}: p50 {statistics.median(ms):7.2f} ms  p95 {ms[int(0.95 * (len(ms) - 1))]:7.2f} ms  "
+            f"client CPU p50 {statistics.median(r['cpu'] for r in got[side]):6.2f} ms"
+        )
+    diffs = [rb["ms"] - ra["ms"] for ra, rb in zip(got["A"], got["B"], strict=True)]
+    faster = sum(d < 0 for d in diffs) / len(diffs) if diffs else 0.0
+    print(f"  B - A, paired: median {statistics.median(diffs):+.2f} ms, B faster in {faster:.0%} of retains")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
