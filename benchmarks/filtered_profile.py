@@ -5,7 +5,8 @@
         [--explain semantic-filtered]
 
 Every statement the library runs is timed from ``execute`` to its return (psycopg's
-``Cursor.execute``, wrapped), over ``--calls`` recalls of the bench queries; statements are named
+``Cursor.execute``, wrapped; a framed statement, sent in one pipeline with its settings, around
+the whole pipeline), over ``--calls`` recalls of the bench queries; statements are named
 by the arm that runs them (``semantic``, ``semantic-filtered``, ``keyword``, ``graph``,
 ``temporal-entry``, ``temporal-hop``, ``dated-evidence``, ``estimate``, ``range-values``, the
 hydration and details reads). Printed per name: how many ran, p50, max, and the time per recall
@@ -70,6 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--data-dir", type=Path, default=os.environ.get("HINDSIGHT_BENCH_PGDATA") or None)
     args = p.parse_args(argv)
 
+    import shared_core.storage.runner as runner
     from shared_core import EngineConfig, MemoryEngine
 
     options: dict[str, Any] = {"reranker": "none"}
@@ -83,11 +85,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     def execute(self: psycopg.Cursor[Any], query: Any, params: Any = None, **kw: Any) -> Any:
         started = time.perf_counter()
         result = original(self, query, params, **kw)
-        if params is not None:
+        # In a pipeline execute returns before the result arrives: the framed statements are
+        # timed around the whole pipeline below instead.
+        if params is not None and self.connection._pipeline is None:
             recorded.append((query, params, (time.perf_counter() - started) * 1000))
         return result
 
+    def framed(original_framed: Any) -> Any:
+        def run(conn: Any, query: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return original_framed(conn, query)
+            finally:
+                elapsed = (time.perf_counter() - started) * 1000
+                recorded.append((query.statement, query.params, elapsed))
+
+        return run
+
     psycopg.Cursor.execute = execute  # type: ignore[method-assign]
+    # A statement with settings or a timeout runs framed (BEGIN, set_config, the statement and
+    # COMMIT in one pipeline, storage/runner.py).
+    runner._framed_sync = framed(runner._framed_sync)
     queries = make_queries()
     bank = f"bench-latency-v{CORPUS_VERSION}-{args.size}"
     load = os.getloadavg()[0]
