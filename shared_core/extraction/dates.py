@@ -36,8 +36,10 @@ Design choices (all documented here once; tests in ``tests/unit/test_dates.py``)
 * **Anchored to a date**: "the weekend / week / day / <weekday> before|after <date>", "<n> days
   after <date>", "the week of <date>" and "last Friday on <date>" resolve against that date, not
   the reference time (one extra Duckling call on the text after the relation word, only when such
-  a head is written). "<weekday> on <date>" naming another weekday is unclear ("last Friday on
-  23 January" said on a Sunday): the window runs from that weekday to the date, a few days.
+  a head is written). A weekday or weekend before/after the date also covers the date itself
+  ("the Sunday before October 25" is 23-25 October: such questions are mostly about what was said
+  on that date), and "<weekday> on <date>" naming another weekday ("last Friday on 23 January",
+  a Sunday) runs from that weekday to the date: a few days near the date, never years.
 * **Weekends** are Saturday 00:00 to Sunday 23:59:59.999999 (grain ``day``); weeks start Monday.
 * **Text cap**: only the first :data:`DEFAULT_MAX_TEXT_CHARS` characters are read, so a 100 KB
   document costs what a page does; retain splits long texts into units well below this anyway.
@@ -1338,6 +1340,12 @@ _ANCHOR_HEAD: Final = re.compile(
     r"\s*,?\s+(?P<rel>before|after|prior\s+to|preceding|following|on|of)\s+",
     re.IGNORECASE,
 )
+_ANCHOR_DAY_IN_WINDOW: Final = True
+"""Whether "the Sunday / weekend before|after <date>" also covers <date> itself. Questions of that
+shape are mostly written about the day something was *said* ("last Sunday", told on 25 October):
+of the 3 anchored LoCoMo questions on conversations 0-4 (where this was tuned), 2 have their
+evidence said on the anchor date (the third 3 days before it), and a memory's own resolved date
+can be off by days while its time of saying is exact."""
 _BEFORE_WORDS: Final = frozenset({"before", "prior to", "preceding"})
 _AFTER_WORDS: Final = frozenset({"after", "following"})
 
@@ -1372,19 +1380,26 @@ def _anchored_window(head: re.Match[str], anchor: _dt.datetime) -> TimeWindow | 
         return _grain_window(_step(_floor(anchor, grain), grain, direction), grain)
     if what == "weekend":
         if direction < 0:  # the latest weekend whose Sunday is before the anchor
-            return _weekend(_weekday_before(anchor - _ONE_DAY, 5))
+            return _with_anchor(_weekend(_weekday_before(anchor - _ONE_DAY, 5)), anchor)
         if direction > 0:
-            return _weekend(_weekday_after(anchor, 5))
+            return _with_anchor(_weekend(_weekday_after(anchor, 5)), anchor)
         return _weekend(_this_saturday(anchor))  # the weekend of the anchor's week
     weekday = _WEEKDAY_INDEX[what]
     if direction < 0:
-        return _grain_window(_weekday_before(anchor, weekday), "day")
+        return _with_anchor(_grain_window(_weekday_before(anchor, weekday), "day"), anchor)
     if direction > 0:
-        return _grain_window(_weekday_after(anchor, weekday), "day")
+        return _with_anchor(_grain_window(_weekday_after(anchor, weekday), "day"), anchor)
     if anchor.weekday() == weekday:
         return _grain_window(anchor, "day")
     # "last Friday on 23 January" (a Sunday): the Friday, or the date itself; keep both, not years.
     return _span(_weekday_before(anchor, weekday), anchor + _ONE_DAY, "day")
+
+
+def _with_anchor(target: TimeWindow, anchor: _dt.datetime) -> TimeWindow:
+    """``target`` stretched to cover the anchor day too (see :data:`_ANCHOR_DAY_IN_WINDOW`)."""
+    if not _ANCHOR_DAY_IN_WINDOW:
+        return target
+    return _span(min(target.start, anchor), max(target.end + _ONE_US, anchor + _ONE_DAY), "day")
 
 
 def _anchored_candidates(text: str, ref: _dt.datetime, parser: DucklingDateParser) -> list[_Candidate]:

@@ -374,7 +374,8 @@ def test_precheck_skips_duckling(monkeypatch: pytest.MonkeyPatch, parser: Duckli
 # --- relative expressions anchored to an explicit date (issue 11) -------------------------------
 # 2022-01-23 is a Sunday, 2023-04-10 a Monday, 2023-05-09 a Tuesday, 2023-05-14 a Sunday,
 # 2024-05-09 a Thursday. The anchor, not the reference time, fixes the window; when the relation
-# is unclear the window stays near the anchor (its day or week), never a span of years.
+# is unclear the window stays near the anchor (its day or week), never a span of years. A weekday
+# or weekend before/after the date also covers the date itself (dates._ANCHOR_DAY_IN_WINDOW).
 ANCHORED_CASES: list[tuple[str, dt.datetime, Expected]] = [
     # weekday "on" a date that is not that weekday: from that weekday up to the date
     (
@@ -386,17 +387,17 @@ ANCHORED_CASES: list[tuple[str, dt.datetime, Expected]] = [
     (
         "What did they do the last weekend before April 10, 2023?",
         R_SAT,
-        (d(2023, 4, 8), eod(2023, 4, 9), "day"),
+        (d(2023, 4, 8), eod(2023, 4, 10), "day"),
     ),
-    ("the weekend before 9 May 2023", R_SAT, (d(2023, 5, 6), eod(2023, 5, 7), "day")),
-    ("the weekend before 14 May 2023", R_SAT, (d(2023, 5, 6), eod(2023, 5, 7), "day")),
-    ("the weekend after 9 May 2023", R_SAT, (d(2023, 5, 13), eod(2023, 5, 14), "day")),
+    ("the weekend before 9 May 2023", R_SAT, (d(2023, 5, 6), eod(2023, 5, 9), "day")),
+    ("the weekend before 14 May 2023", R_SAT, (d(2023, 5, 6), eod(2023, 5, 14), "day")),
+    ("the weekend after 9 May 2023", R_SAT, (d(2023, 5, 9), eod(2023, 5, 14), "day")),
     ("the weekend of 14 May 2023", R_SAT, (d(2023, 5, 13), eod(2023, 5, 14), "day")),
-    ("the weekend before May 9", R_SAT, (d(2024, 5, 4), eod(2024, 5, 5), "day")),
-    ("What happened the Friday before 9 May 2023?", R_SAT, (d(2023, 5, 5), eod(2023, 5, 5), "day")),
-    ("What happened last Friday before May 9, 2023?", R_SAT, (d(2023, 5, 5), eod(2023, 5, 5), "day")),
-    ("the Monday after 9 May 2023", R_SAT, (d(2023, 5, 15), eod(2023, 5, 15), "day")),
-    ("the Tuesday after 9 May 2023", R_SAT, (d(2023, 5, 16), eod(2023, 5, 16), "day")),
+    ("the weekend before May 9", R_SAT, (d(2024, 5, 4), eod(2024, 5, 9), "day")),
+    ("What happened the Friday before 9 May 2023?", R_SAT, (d(2023, 5, 5), eod(2023, 5, 9), "day")),
+    ("What happened last Friday before May 9, 2023?", R_SAT, (d(2023, 5, 5), eod(2023, 5, 9), "day")),
+    ("the Monday after 9 May 2023", R_SAT, (d(2023, 5, 9), eod(2023, 5, 15), "day")),
+    ("the Tuesday after 9 May 2023", R_SAT, (d(2023, 5, 9), eod(2023, 5, 16), "day")),
     ("the day before 9 May 2023", R_SAT, (d(2023, 5, 8), eod(2023, 5, 8), "day")),
     ("the day after May 9, 2023", R_SAT, (d(2023, 5, 10), eod(2023, 5, 10), "day")),
     ("the week before 9 May 2023", R_SAT, (d(2023, 5, 1), eod(2023, 5, 7), "week")),
@@ -405,7 +406,7 @@ ANCHORED_CASES: list[tuple[str, dt.datetime, Expected]] = [
     ("the month before 9 May 2023", R_SAT, (d(2023, 4, 1), eod(2023, 4, 30), "month")),
     ("3 days after 9 May 2023", R_SAT, (d(2023, 5, 12), eod(2023, 5, 12), "day")),
     ("two weeks before 9 May 2023", R_SAT, (d(2023, 4, 25), eod(2023, 4, 25), "day")),
-    ("the weekend before last Friday", R_SAT, (d(2024, 6, 8), eod(2024, 6, 9), "day")),
+    ("the weekend before last Friday", R_SAT, (d(2024, 6, 8), eod(2024, 6, 14), "day")),
     # must NOT change: no relative part, or nothing to anchor to
     ("in 2023", R_SAT, (d(2023, 1, 1), eod(2023, 12, 31), "year")),
     ("last week", R_MON, (d(2023, 5, 1), eod(2023, 5, 7), "week")),
@@ -437,4 +438,4 @@ def test_anchored_mention_covers_the_whole_expression(parser: DucklingDateParser
     text = "We met the weekend before April 10, 2023 and again in June."
     mentions = parser.parse_dates(text, R_SAT)
     assert mentions[0].text == "the weekend before April 10, 2023"
-    assert mentions[0].window == TimeWindow(start=d(2023, 4, 8), end=eod(2023, 4, 9), grain="day")
+    assert mentions[0].window == TimeWindow(start=d(2023, 4, 8), end=eod(2023, 4, 10), grain="day")
