@@ -369,3 +369,73 @@ def test_precheck_skips_duckling(monkeypatch: pytest.MonkeyPatch, parser: Duckli
     assert calls == []
     parser.parse_dates("What did Caroline do in May?", R_SAT)
     assert len(calls) == 1
+
+
+# --- relative expressions anchored to an explicit date (issue 11) -------------------------------
+# 2022-01-23 is a Sunday, 2023-04-10 a Monday, 2023-05-09 a Tuesday, 2023-05-14 a Sunday,
+# 2024-05-09 a Thursday. The anchor, not the reference time, fixes the window; when the relation
+# is unclear the window stays near the anchor (its day or week), never a span of years. A weekday
+# or weekend before/after the date also covers the date itself (dates._ANCHOR_DAY_IN_WINDOW).
+ANCHORED_CASES: list[tuple[str, dt.datetime, Expected]] = [
+    # weekday "on" a date that is not that weekday: from that weekday up to the date
+    (
+        "What did Caroline do last Friday on 23 January, 2022?",
+        R_SAT,
+        (d(2022, 1, 21), eod(2022, 1, 23), "day"),
+    ),
+    ("last Friday on 5 May 2023", R_SAT, (d(2023, 5, 5), eod(2023, 5, 5), "day")),
+    (
+        "What did they do the last weekend before April 10, 2023?",
+        R_SAT,
+        (d(2023, 4, 8), eod(2023, 4, 10), "day"),
+    ),
+    ("the weekend before 9 May 2023", R_SAT, (d(2023, 5, 6), eod(2023, 5, 9), "day")),
+    ("the weekend before 14 May 2023", R_SAT, (d(2023, 5, 6), eod(2023, 5, 14), "day")),
+    ("the weekend after 9 May 2023", R_SAT, (d(2023, 5, 9), eod(2023, 5, 14), "day")),
+    ("the weekend of 14 May 2023", R_SAT, (d(2023, 5, 13), eod(2023, 5, 14), "day")),
+    ("the weekend before May 9", R_SAT, (d(2024, 5, 4), eod(2024, 5, 9), "day")),
+    ("What happened the Friday before 9 May 2023?", R_SAT, (d(2023, 5, 5), eod(2023, 5, 9), "day")),
+    ("What happened last Friday before May 9, 2023?", R_SAT, (d(2023, 5, 5), eod(2023, 5, 9), "day")),
+    ("the Monday after 9 May 2023", R_SAT, (d(2023, 5, 9), eod(2023, 5, 15), "day")),
+    ("the Tuesday after 9 May 2023", R_SAT, (d(2023, 5, 9), eod(2023, 5, 16), "day")),
+    ("the day before 9 May 2023", R_SAT, (d(2023, 5, 8), eod(2023, 5, 8), "day")),
+    ("the day after May 9, 2023", R_SAT, (d(2023, 5, 10), eod(2023, 5, 10), "day")),
+    ("the week before 9 May 2023", R_SAT, (d(2023, 5, 1), eod(2023, 5, 7), "week")),
+    ("the week after 9 May 2023", R_SAT, (d(2023, 5, 15), eod(2023, 5, 21), "week")),
+    ("the week of 9 May 2023", R_SAT, (d(2023, 5, 8), eod(2023, 5, 14), "week")),
+    ("the month before 9 May 2023", R_SAT, (d(2023, 4, 1), eod(2023, 4, 30), "month")),
+    ("3 days after 9 May 2023", R_SAT, (d(2023, 5, 12), eod(2023, 5, 12), "day")),
+    ("two weeks before 9 May 2023", R_SAT, (d(2023, 4, 25), eod(2023, 4, 25), "day")),
+    ("the weekend before last Friday", R_SAT, (d(2024, 6, 8), eod(2024, 6, 14), "day")),
+    # must NOT change: no relative part, or nothing to anchor to
+    ("in 2023", R_SAT, (d(2023, 1, 1), eod(2023, 12, 31), "year")),
+    ("last week", R_MON, (d(2023, 5, 1), eod(2023, 5, 7), "week")),
+    ("on 23 January 2022", R_SAT, (d(2022, 1, 23), eod(2022, 1, 23), "day")),
+    ("between March 2022 and May 2022", R_SAT, (d(2022, 3, 1), eod(2022, 5, 31), "month")),
+    ("before 9 May 2023", R_SAT, (d(2022, 5, 9), eod(2023, 5, 8), "day")),
+    ("the day before yesterday", R_MON, (d(2023, 5, 6), eod(2023, 5, 6), "day")),
+    ("the week before last", R_MON, (d(2023, 4, 24), eod(2023, 4, 30), "week")),
+    ("the day of the party", R_SAT, None),
+    ("the month of May", R_SAT, (d(2024, 5, 1), eod(2024, 5, 31), "month")),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "ref", "expected"), ANCHORED_CASES, ids=[_case_id(c) for c in ANCHORED_CASES]
+)
+def test_anchored_to_an_explicit_date(
+    parser: DucklingDateParser, text: str, ref: dt.datetime, expected: Expected
+) -> None:
+    window = parser.parse_query_dates(text, ref)
+    if expected is None:
+        assert window is None, f"{text!r} should not be a date, got {window}"
+        return
+    assert window is not None, f"{text!r} should be a date"
+    assert (window.start, window.end, window.grain) == expected
+
+
+def test_anchored_mention_covers_the_whole_expression(parser: DucklingDateParser) -> None:
+    text = "We met the weekend before April 10, 2023 and again in June."
+    mentions = parser.parse_dates(text, R_SAT)
+    assert mentions[0].text == "the weekend before April 10, 2023"
+    assert mentions[0].window == TimeWindow(start=d(2023, 4, 8), end=eod(2023, 4, 10), grain="day")
