@@ -26,6 +26,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _ab import ask, start_worker
+
 _WORKER = r"""
 import json, os, sys, threading, time
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -69,28 +71,8 @@ with MemoryEngine(data_dir=os.environ["HINDSIGHT_BENCH_PGDATA"],
 def _worker(
     tree: Path, size: int, options: dict[str, Any], data_dir: Path | None = None
 ) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": str(tree)}
-    if data_dir is not None:
-        env["HINDSIGHT_BENCH_PGDATA"] = str(data_dir)
-    proc = subprocess.Popen(
-        [sys.executable, "-c", _WORKER, str(size), str(tree), json.dumps(options)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        env=env,
-        cwd=tree,
-    )
-    assert proc.stdout is not None
-    assert proc.stdout.readline().strip() == "ready"
-    return proc
-
-
-def _ask(proc: subprocess.Popen[str], i: int) -> dict[str, Any]:
-    assert proc.stdin is not None and proc.stdout is not None
-    proc.stdin.write(f"{i}\n")
-    proc.stdin.flush()
-    result: dict[str, Any] = json.loads(proc.stdout.readline())
-    return result
+    env = {} if data_dir is None else {"HINDSIGHT_BENCH_PGDATA": str(data_dir)}
+    return start_worker(_WORKER, [str(size), str(tree), json.dumps(options)], tree, env)
 
 
 def main() -> int:
@@ -139,7 +121,7 @@ def main() -> int:
     for i in range(args.warmup + args.calls):
         # alternate which side goes first, so neither always follows the other
         order = [("A", a), ("B", b)] if i % 2 == 0 else [("B", b), ("A", a)]
-        out = {name: _ask(proc, i) for name, proc in order}
+        out = {name: ask(proc, i) for name, proc in order}
         if [out["A"][key] for key in ("ids", "scores", "sims")] != [
             out["B"][key] for key in ("ids", "scores", "sims")
         ]:

@@ -14,7 +14,6 @@ is deleted at the end.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -23,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _ab import ask, start_worker
 
 _WORKER = r"""
 import datetime as dt, json, os, sys, time
@@ -58,26 +59,7 @@ with MemoryEngine(data_dir=os.environ["HINDSIGHT_BENCH_PGDATA"]) as engine:
 
 
 def _worker(tree: Path, bank: str, side: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": str(tree)}
-    proc = subprocess.Popen(
-        [sys.executable, "-c", _WORKER, str(tree), bank, side],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        env=env,
-        cwd=tree,
-    )
-    assert proc.stdout is not None
-    assert proc.stdout.readline().strip() == "ready"
-    return proc
-
-
-def _ask(proc: subprocess.Popen[str], i: int) -> dict[str, Any]:
-    assert proc.stdin is not None and proc.stdout is not None
-    proc.stdin.write(f"{i}\n")
-    proc.stdin.flush()
-    result: dict[str, Any] = json.loads(proc.stdout.readline())
-    return result
+    return start_worker(_WORKER, [str(tree), bank, side], tree)
 
 
 def main() -> int:
@@ -94,7 +76,7 @@ def main() -> int:
     got: dict[str, list[dict[str, Any]]] = {"A": [], "B": []}
     for i in range(args.warmup + args.count):
         order = [("A", a), ("B", b)] if i % 2 == 0 else [("B", b), ("A", a)]
-        out = {name: _ask(proc, i) for name, proc in order}
+        out = {name: ask(proc, i) for name, proc in order}
         if i >= args.warmup:
             for name in ("A", "B"):
                 got[name].append(out[name])
