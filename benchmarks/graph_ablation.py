@@ -91,39 +91,11 @@ def _coverage_report(data_dir: Path, selection: str, wanted: set[str], k: int) -
 def without_graph_arm(q: Any) -> Any:
     """``q`` (train_reranker.QuestionData) as recall fuses it without the graph arm's own
     list: its ranks gone, RRF recomputed with the default arm weights, candidates only it found
-    dropped, features recomputed (the second round is marked later, as recall marks it)."""
-    import dataclasses
+    dropped, features recomputed (the second round is marked later, as recall marks it); None
+    when only the graph arm found anything."""
+    import temporal_ablation as A
 
-    from shared_core.config import DEFAULT_ARM_WEIGHTS, DEFAULT_RRF_K
-    from shared_core.recall.learned import featurize
-
-    kept = []
-    for i, s in enumerate(q.signals):
-        ranks = {arm: r for arm, r in s.ranks.items() if arm != "graph"}
-        if ranks:
-            kept.append(
-                (i, ranks, sum(DEFAULT_ARM_WEIGHTS[a] / (DEFAULT_RRF_K + r) for a, r in ranks.items()))
-            )
-    kept.sort(key=lambda t: (-t[2], t[0]))  # RRF, then the fused order
-    signals = tuple(
-        dataclasses.replace(
-            q.signals[i],
-            position=p,
-            ranks=ranks,
-            rrf=rrf,
-            arm_scores={a: v for a, v in q.signals[i].arm_scores.items() if a in ranks},
-        )
-        for p, (i, ranks, rrf) in enumerate(kept)
-    )
-    index = [i for i, _, _ in kept]
-    return dataclasses.replace(
-        q,
-        x=featurize(q.query, signals),
-        labels=q.labels[index],
-        dia_ids=tuple(q.dia_ids[i] for i in index),
-        signals=signals,
-        doc_pos=tuple(q.doc_pos[i] for i in index) if q.doc_pos else (),
-    )
+    return A.without_arm(q, "graph")
 
 
 def _rank_report(data_dir: Path, selection: str, wanted: set[str], k: int) -> int:
@@ -144,7 +116,7 @@ def _rank_report(data_dir: Path, selection: str, wanted: set[str], k: int) -> in
             text = raw["question"]
             blind = without_graph_arm(q)
             for name, data in zip(res, (q, blind), strict=True):
-                order = A._ranked(data, model, A._boosts(data, text))
+                order = [] if data is None else A._ranked(data, model, A._boosts(data, text))
                 for group in ("overall", category):
                     res[name].setdefault(group, []).append(T.recall_at(order, q.evidence, k))
     groups = list(res["ours"])

@@ -68,12 +68,13 @@ def _boosts(q: T.QuestionData, text: str) -> np.ndarray[Any, np.dtype[np.float64
     return out
 
 
-def without_temporal(q: T.QuestionData, text: str) -> T.QuestionData | None:
-    """``q`` as recall fuses it without the temporal arm, featurised blind to the question's
-    time; None when no other arm found anything."""
+def without_arm(q: T.QuestionData, arm: str, query: QuerySignals | None = None) -> T.QuestionData | None:
+    """``q`` as recall fuses it without ``arm``'s own list: its ranks gone, RRF recomputed with
+    the default arm weights, candidates only it found dropped, features recomputed over
+    ``query`` (default: the question's own signals); None when no other arm found anything."""
     kept = []
     for i, s in enumerate(q.signals):
-        ranks = {k: v for k, v in s.ranks.items() if k != "temporal"}
+        ranks = {k: v for k, v in s.ranks.items() if k != arm}
         if ranks:
             rrf = sum(DEFAULT_ARM_WEIGHTS[k] / (T.DEFAULT_RRF_K + v) for k, v in ranks.items())
             kept.append((i, ranks, rrf))
@@ -90,17 +91,23 @@ def without_temporal(q: T.QuestionData, text: str) -> T.QuestionData | None:
         )
         for p, (i, ranks, rrf) in enumerate(kept)
     )
-    blind = QuerySignals.from_query(text, None, asks_when=False)
+    query = q.query if query is None else query
     index = [i for i, _, _ in kept]
     return dataclasses.replace(
         q,
-        x=featurize(blind, signals),
+        x=featurize(query, signals),
         labels=q.labels[index],
         dia_ids=tuple(q.dia_ids[i] for i in index),
-        query=blind,
+        query=query,
         signals=signals,
         doc_pos=tuple(q.doc_pos[i] for i in index) if q.doc_pos else (),
     )
+
+
+def without_temporal(q: T.QuestionData, text: str) -> T.QuestionData | None:
+    """``q`` as recall fuses it without the temporal arm, featurised blind to the question's
+    time; None when no other arm found anything."""
+    return without_arm(q, "temporal", QuerySignals.from_query(text, None, asks_when=False))
 
 
 def _ranked(q: T.QuestionData, model: LearnedScorer, boosts: np.ndarray[Any, Any] | None) -> list[str]:
