@@ -151,13 +151,18 @@ def _shape(cur: psycopg.Cursor[Any] | psycopg.AsyncCursor[Any], query: Query, ro
 # sync
 
 
+def _result_sync(cur: psycopg.Cursor[Any], query: Query) -> Any:
+    """``query``'s result from its executed cursor, shaped by ``query.fetch``."""
+    rows = cur.fetchall() if query.fetch != "none" and cur.description else None
+    return _shape(cur, query, rows)
+
+
 def _exec_sync(conn: psycopg.Connection[Any], query: Query) -> Any:
     with conn.cursor(row_factory=_row_factory(query)) as cur:
         for stmt in _setting_statements(query):
             cur.execute(stmt)
         cur.execute(query.statement, query.params)
-        rows = cur.fetchall() if query.fetch != "none" and cur.description else None
-        return _shape(cur, query, rows)
+        return _result_sync(cur, query)
 
 
 def _send_sync(conn: psycopg.Connection[Any], queries: Sequence[Query]) -> list[psycopg.Cursor[Any]]:
@@ -178,8 +183,7 @@ def _pipeline_sync(conn: psycopg.Connection[Any], op: Pipeline) -> list[Any]:
     out = []
     for cur, query in zip(cursors, op.queries, strict=True):
         with cur:
-            rows = cur.fetchall() if query.fetch != "none" and cur.description else None
-            out.append(_shape(cur, query, rows))
+            out.append(_result_sync(cur, query))
     return out
 
 
@@ -213,8 +217,7 @@ def _framed_sync(conn: psycopg.Connection[Any], query: Query) -> Any:
             conn.rollback()
         raise
     with cur:
-        rows = cur.fetchall() if query.fetch != "none" and cur.description else None
-        return _shape(cur, query, rows)
+        return _result_sync(cur, query)
 
 
 def _one_off_sync(pool: ConnectionPool[Any], query: Query) -> Any:
@@ -348,13 +351,18 @@ def run_sync(pool: ConnectionPool[Any], plan: Plan[T], *, executor: ThreadPoolEx
 # async
 
 
+async def _result_async(cur: psycopg.AsyncCursor[Any], query: Query) -> Any:
+    """Async twin of :func:`_result_sync`."""
+    rows = await cur.fetchall() if query.fetch != "none" and cur.description else None
+    return _shape(cur, query, rows)
+
+
 async def _exec_async(conn: psycopg.AsyncConnection[Any], query: Query) -> Any:
     async with conn.cursor(row_factory=_row_factory(query)) as cur:
         for stmt in _setting_statements(query):
             await cur.execute(stmt)
         await cur.execute(query.statement, query.params)
-        rows = await cur.fetchall() if query.fetch != "none" and cur.description else None
-        return _shape(cur, query, rows)
+        return await _result_async(cur, query)
 
 
 async def _send_async(
@@ -376,8 +384,7 @@ async def _pipeline_async(conn: psycopg.AsyncConnection[Any], op: Pipeline) -> l
     out = []
     for cur, query in zip(cursors, op.queries, strict=True):
         async with cur:
-            rows = await cur.fetchall() if query.fetch != "none" and cur.description else None
-            out.append(_shape(cur, query, rows))
+            out.append(await _result_async(cur, query))
     return out
 
 
@@ -398,8 +405,7 @@ async def _framed_async(conn: psycopg.AsyncConnection[Any], query: Query) -> Any
             await conn.rollback()
         raise
     async with cur:
-        rows = await cur.fetchall() if query.fetch != "none" and cur.description else None
-        return _shape(cur, query, rows)
+        return await _result_async(cur, query)
 
 
 async def _one_off_async(pool: AsyncConnectionPool[Any], query: Query) -> Any:
