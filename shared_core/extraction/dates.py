@@ -288,7 +288,12 @@ _NOT_DAY_AFTER: Final = frozenset(
         "amendment",
     }
 )
-_WEEKDAYS: Final = frozenset({"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"})
+_WEEKDAY_INDEX: Final[Mapping[str, int]] = {
+    day: i
+    for i, day in enumerate(("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"))
+}
+"""Each weekday's ``datetime.weekday()``."""
+_WEEKDAYS: Final = frozenset(_WEEKDAY_INDEX)
 _NOT_WEEKDAY_AFTER: Final = frozenset(
     {
         "school",
@@ -1328,10 +1333,6 @@ _MAX_ANCHORED_HEADS: Final = 8
 """Each anchored head costs one more Duckling call on the text after it; a text rarely holds more."""
 _ANCHOR_LOOKAHEAD_CHARS: Final = 60
 """Characters after the relation word read for the anchor date ("Saturday, 23 September 2023")."""
-_WEEKDAY_INDEX: Final[Mapping[str, int]] = {
-    day: i
-    for i, day in enumerate(("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"))
-}
 _ANCHOR_HEAD: Final = re.compile(
     r"\b(?:(?P<n>\d{1,3}|an?|one|two|three|four|five|six|seven|eight|nine|ten)\s+"
     r"(?P<unit>day|week|month)s?"
@@ -1379,8 +1380,8 @@ def _anchored_window(head: re.Match[str], anchor: _dt.datetime) -> TimeWindow | 
         grain: DateGrain = "week" if what == "week" else "month"
         return _grain_window(_step(_floor(anchor, grain), grain, direction), grain)
     if what == "weekend":
-        if direction < 0:  # the latest weekend whose Sunday is before the anchor
-            return _with_anchor(_weekend(_weekday_before(anchor - _ONE_DAY, 5)), anchor)
+        if direction < 0:  # the latest weekend ended by the anchor day (its Sunday is before it)
+            return _with_anchor(_weekend(_last_saturday(anchor)), anchor)
         if direction > 0:
             return _with_anchor(_weekend(_weekday_after(anchor, 5)), anchor)
         return _weekend(_this_saturday(anchor))  # the weekend of the anchor's week
