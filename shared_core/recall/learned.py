@@ -717,6 +717,14 @@ def _proximities(
     def since(date: _dt.datetime) -> _dt.timedelta:  # naive dates are UTC (as_utc)
         return (date if date.tzinfo is not None else date.replace(tzinfo=utc)) - centre
 
+    def closeness(deltas: Sequence[_dt.timedelta]) -> npt.NDArray[np.float64]:
+        """temporal_proximity of dates ``deltas`` away from the centre."""
+        distance = np.abs(np.fromiter(map(_dt.timedelta.total_seconds, deltas), np.float64, len(deltas)))
+        near: npt.NDArray[np.float64] = (
+            np.where(distance == 0, 1.0, 0.0) if half <= 0 else 1.0 - np.minimum(distance / half, 1.0)
+        )
+        return near
+
     deltas: list[_dt.timedelta] = []
     undated: list[int] = []
     for i, c in enumerate(candidates):
@@ -736,26 +744,14 @@ def _proximities(
         else:  # the middle of the grain starting there
             first = as_utc(start)
             deltas.append(first - centre + (_grain_end(first, c.date_grain) - first) / 2)
-    distance = np.abs(np.fromiter(map(_dt.timedelta.total_seconds, deltas), np.float64, len(deltas)))
-    proximity = np.where(distance == 0, 1.0, 0.0) if half <= 0 else 1.0 - np.minimum(distance / half, 1.0)
+    proximity = closeness(deltas)
     missing = np.zeros(len(deltas), dtype=np.bool_)
     missing[undated] = True
     proximity[missing] = 0.0
     if said_selects(candidates, window):
-        spoken = [i for i, c in enumerate(candidates) if c.mentioned_at is not None]
-        away = np.abs(
-            np.fromiter(
-                (
-                    since(when).total_seconds()
-                    for i in spoken
-                    if (when := candidates[i].mentioned_at) is not None
-                ),
-                np.float64,
-                len(spoken),
-            )
-        )
-        near = np.where(away == 0, 1.0, 0.0) if half <= 0 else 1.0 - np.minimum(away / half, 1.0)
-        proximity[spoken] = np.maximum(proximity[spoken], near)
+        spoken_at = {i: c.mentioned_at for i, c in enumerate(candidates) if c.mentioned_at is not None}
+        spoken = list(spoken_at)
+        proximity[spoken] = np.maximum(proximity[spoken], closeness([since(d) for d in spoken_at.values()]))
     return proximity, missing
 
 
