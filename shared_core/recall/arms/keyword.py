@@ -235,8 +235,7 @@ def keyword_statement(
 
 
 def keyword_params(q: ArmQuery, n: int) -> dict[str, Any]:
-    """The parameters of :func:`keyword_statement` for ``q``, keeping the best ``n`` rows
-    (the graph arm reuses the statement for its keyword seeds)."""
+    """The parameters of :func:`keyword_statement` for ``q``, keeping the best ``n`` rows."""
     s = q.settings
     words, groups = word_forms(q.words, inflections=s.keyword_inflections)
     return q.params(
