@@ -2,7 +2,8 @@
 bench bank, calls interleaved.
 
     HINDSIGHT_BENCH_PGDATA=/tmp/filt-bench .venv/bin/python benchmarks/filtered_latency.py \
-        --size 100000 --rounds 2 [--out F.json] [--only team] [--no-plain] [--keep-plain] [--k 10]
+        --size 100000 --rounds 2 [--out F.json] [--only team] [--no-plain] [--keep-plain] \
+        [--plain-ef-search 100] [--k 10]
 
 For every bench query, the unfiltered recall and each case of ``recall_latency.FILTER_CASES``
 run one after another, each followed or preceded by the plain pgvector baseline of the same
@@ -65,6 +66,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="keep the plain table in the bank's database after the run, and reuse one kept before",
     )
+    p.add_argument(
+        "--plain-ef-search",
+        type=int,
+        default=None,
+        help="plain's hnsw.ef_search (default pgvector's, 40; ours runs 100)",
+    )
     p.add_argument("--k", type=int, default=None, help="recall k (default: the token budget decides)")
     p.add_argument(
         "--data-dir",
@@ -97,6 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not args.no_plain:
             import psycopg
             from pgvector.psycopg import register_vector
+            from psycopg import sql
 
             plain = stack.enter_context(
                 plain_filtered_table(
@@ -113,6 +121,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             # pgvector's filtered-search setting (its README, "Iterative Index Scans"); ef_search
             # and max_scan_tuples keep pgvector's defaults, as a plain user's would.
             conn.execute("SET hnsw.iterative_scan = relaxed_order")
+            if args.plain_ef_search is not None:
+                conn.execute(sql.SQL("SET hnsw.ef_search = {}").format(sql.Literal(args.plain_ef_search)))
         # The generated corpus held during the measurement made every full collection of the
         # cyclic GC a long pause inside a call (recall_latency.py measured ~75 ms).
         del corpus
@@ -171,7 +181,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "k": args.k,
         "calls_per_case": len(timings["none"]),
         "load": [round(min(loads), 2), round(max(loads), 2)],
-        "plain": {"table": plain, "iterative_scan": "relaxed_order", "ef_search": "default (40)"},
+        "plain": {
+            "table": plain,
+            "iterative_scan": "relaxed_order",
+            "ef_search": args.plain_ef_search or "default (40)",
+        },
         "cases": {},
     }
     print(
