@@ -12,6 +12,16 @@ A table with an id and a ``vector(d)`` column, one HNSW index (cosine, ``m = 16`
   embedding of the same model, 1 and ``clients`` connections.
 
 The table is dropped after each use (``plain_table`` is a context manager).
+
+The plain FILTERED baseline (``plain_filtered_table``, ``plain_filter``, ``plain_filtered_query``)
+is what a pgvector / langchain-postgres user would build for filtered search: the same vectors
+with the same tags (``text[]``, GIN) and metadata (``jsonb``, GIN ``jsonb_path_ops``, the index
+langchain-postgres creates), the filter as a plain predicate (``metadata @> ...``, a range as a
+cast comparison, ``tags && ...``), and pgvector's documented filtered-search setting
+(``hnsw.iterative_scan = relaxed_order``, its results re-sorted by a materialised CTE as
+pgvector's README shows) so the HNSW scan does not stop short of ``k`` rows. The planner is free
+to pick the GIN index and sort instead, as it would be for that user. ``plain_exact_query`` is the
+same predicate ranked exactly (index scans off), to measure what the iterative scan returns.
 """
 
 from __future__ import annotations
@@ -19,14 +29,25 @@ from __future__ import annotations
 import contextlib
 import statistics
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 from _clients import run_clients
 
-__all__ = ["data_root", "describe", "plain_insert_one", "plain_load", "plain_table", "plain_topk"]
+__all__ = [
+    "data_root",
+    "describe",
+    "plain_exact_query",
+    "plain_filter",
+    "plain_filtered_query",
+    "plain_filtered_table",
+    "plain_insert_one",
+    "plain_load",
+    "plain_table",
+    "plain_topk",
+]
 
 HNSW_WITH = "(m = 16, ef_construction = 64)"
 
@@ -191,6 +212,130 @@ def plain_topk(
         "embedding": describe(embed_ms),
         "sql_plus_embedding": describe([a + b for a, b in zip(embed_ms, sql_ms, strict=True)]),
     }
+
+
+@contextlib.contextmanager
+def plain_filtered_table(
+    dsn: str,
+    vectors: npt.NDArray[np.float32],
+    tags: Sequence[Sequence[str]],
+    metadata: Sequence[Mapping[str, Any]],
+    name: str = "plain_filtered",
+    *,
+    keep: bool = False,
+) -> Iterator[dict[str, Any]]:
+    """A ``name`` table (id, embedding, tags, metadata) holding ``vectors`` and their tags and
+    metadata (row i of each), loaded by binary COPY, then indexed (HNSW as :func:`plain_load`,
+    GIN on tags, GIN ``jsonb_path_ops`` on metadata) and analysed; yields the table name and load
+    seconds; dropped first and after use. With ``keep`` it is left in place after use and a
+    table of that name holding ``len(vectors)`` rows is reused (a load at 100k takes minutes)."""
+    import psycopg
+    from pgvector.psycopg import register_vector
+    from psycopg import sql
+    from psycopg.types.json import Jsonb
+
+    table = sql.Identifier(name)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        register_vector(conn)
+        if keep and conn.execute("SELECT to_regclass(%s)", (name,)).fetchone() != (None,):
+            rows = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(table)).fetchone()
+            if rows == (len(vectors),):
+                yield {"table": name, "rows": len(vectors), "load_and_index_s": "reused"}
+                return
+        conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(table))
+        conn.execute(
+            sql.SQL(
+                "CREATE TABLE {} (id bigint PRIMARY KEY, embedding vector({}), tags text[] NOT NULL, "
+                "metadata jsonb NOT NULL)"
+            ).format(table, sql.Literal(int(vectors.shape[1])))
+        )
+        started = time.perf_counter()
+        copy_sql = sql.SQL("COPY {} (id, embedding, tags, metadata) FROM STDIN WITH (FORMAT BINARY)")
+        with conn.cursor() as cur, cur.copy(copy_sql.format(table)) as copy:
+            copy.set_types(["int8", "vector", "text[]", "jsonb"])
+            for i, v in enumerate(vectors):
+                copy.write_row((i, v, list(tags[i]), Jsonb(dict(metadata[i]))))
+        conn.execute(
+            sql.SQL("CREATE INDEX ON {} USING hnsw (embedding vector_cosine_ops) WITH " + HNSW_WITH).format(
+                table
+            )
+        )
+        conn.execute(sql.SQL("CREATE INDEX ON {} USING gin (tags)").format(table))
+        conn.execute(sql.SQL("CREATE INDEX ON {} USING gin (metadata jsonb_path_ops)").format(table))
+        conn.execute(sql.SQL("ANALYZE {}").format(table))
+        seconds = time.perf_counter() - started
+    try:
+        yield {"table": name, "rows": len(vectors), "load_and_index_s": round(seconds, 2)}
+    finally:
+        if not keep:
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(table))
+
+
+_RANGES = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
+
+
+def _plain_metadata(filter_: Mapping[str, Any]) -> Any:
+    """A plain predicate for the filters the benchmarks use: equality (``@>``, the GIN index's
+    operator), numeric ranges (a cast comparison: no index serves it), ``$and``."""
+    from psycopg import sql
+    from psycopg.types.json import Jsonb
+
+    parts: list[Any] = []
+    for key, value in filter_.items():
+        if key == "$and":
+            parts += [_plain_metadata(f) for f in value]
+        elif isinstance(value, Mapping):
+            for op, bound in value.items():
+                if op not in _RANGES or not isinstance(bound, int | float):
+                    raise ValueError(f"plain baseline: unsupported filter {key}: {value}")
+                parts.append(
+                    sql.SQL("(metadata->>{})::numeric {} {}").format(
+                        sql.Literal(key), sql.SQL(_RANGES[op]), sql.Literal(bound)
+                    )
+                )
+        else:
+            parts.append(sql.SQL("metadata @> {}").format(sql.Literal(Jsonb({key: value}))))
+    return sql.SQL(" AND ").join(parts) if parts else sql.SQL("true")
+
+
+def plain_filter(options: Mapping[str, Any]) -> Any:
+    """The WHERE predicate (psycopg ``sql``, values as literals) a plain user would write for a
+    recall's ``tags`` / ``tags_match`` / ``filter`` options: tags ``any`` lets untagged rows
+    through too, as ours does; ``any_strict`` needs one of the tags."""
+    from psycopg import sql
+
+    parts: list[Any] = []
+    if options.get("tags"):
+        overlap = sql.SQL("tags && {}::text[]").format(sql.Literal(list(options["tags"])))
+        if options.get("tags_match", "any") == "any":
+            overlap = sql.SQL("(tags = '{{}}'::text[] OR {})").format(overlap)
+        elif options["tags_match"] != "any_strict":
+            raise ValueError(f"plain baseline: unsupported tags_match {options['tags_match']}")
+        parts.append(overlap)
+    if options.get("filter"):
+        parts.append(_plain_metadata(options["filter"]))
+    return sql.SQL(" AND ").join(parts) if parts else sql.SQL("true")
+
+
+def plain_filtered_query(table: str, where: Any, k: int = 10) -> Any:
+    """pgvector's documented filtered top-``k`` with ``hnsw.iterative_scan = relaxed_order``:
+    the scan's rows, re-sorted (relaxed order may return them slightly out of order)."""
+    from psycopg import sql
+
+    return sql.SQL(
+        "WITH relaxed AS MATERIALIZED (SELECT id, embedding <=> %(q)s AS distance FROM {} WHERE {} "
+        "ORDER BY distance LIMIT {}) SELECT id FROM relaxed ORDER BY distance + 0"
+    ).format(sql.Identifier(table), where, sql.Literal(int(k)))
+
+
+def plain_exact_query(table: str, where: Any, k: int = 10) -> Any:
+    """The same predicate's exact top-``k`` (run it with ``enable_indexscan = off``: no HNSW)."""
+    from psycopg import sql
+
+    return sql.SQL("SELECT id FROM {} WHERE {} ORDER BY embedding <=> %(q)s, id LIMIT {}").format(
+        sql.Identifier(table), where, sql.Literal(int(k))
+    )
 
 
 def quantile(values: Sequence[float], q: float) -> float:

@@ -48,6 +48,21 @@ SELECT id, score FROM (
     LIMIT {limit}) s
 WHERE score >= %(semantic_min)s"""
 
+# Binary-quantised prefilter (issue 13 item 3's idea for broad filters): the matching memories
+# ranked by the Hamming distance of their sign bits (``binary_quantize``, computed per row: no
+# index holds them), the best {limit} re-ranked exactly by cosine after a primary-key lookup each.
+_BINARY = """
+SELECT id, score FROM (
+    SELECT u.id::text AS id, 1 - ({vec} <=> {qvec}) AS score
+    FROM (SELECT u.id FROM memory_units u
+          WHERE u.bank_id = %(bank)s AND u.fact_type = ANY(%(types)s) AND {dims} AND {tags}
+          ORDER BY binary_quantize({vec}) <~> binary_quantize({qvec})
+          LIMIT {limit}) b
+    JOIN memory_units u ON u.bank_id = %(bank)s AND u.id = b.id
+    ORDER BY 2 DESC
+    LIMIT %(n)s) s
+WHERE score >= %(semantic_min)s"""
+
 
 # The statements the variants are compared with: the library's own by default; an older
 # semantic.py (e.g. `git show 9e9d443:shared_core/recall/arms/semantic.py > old.py`, the
@@ -89,6 +104,8 @@ def variants(where: sql.Composable, filtered: bool) -> dict[str, tuple[sql.Compo
     if filtered:
         out["filtered (reference)"] = (reference_filtered, {})
         out["exact, no gate"] = (one("%(n)s", _EXACT), {"enable_seqscan": "off"})
+        out["binary prefilter 3n, exact re-rank"] = (one("3 * %(n)s", _BINARY), {"enable_seqscan": "off"})
+        out["binary prefilter 6n, exact re-rank"] = (one("6 * %(n)s", _BINARY), {"enable_seqscan": "off"})
     else:
         out["reference (library, or SEMANTIC_AB_REFERENCE)"] = (reference_plain, {})
     out["one scan, n"] = (one("%(n)s"), {})
