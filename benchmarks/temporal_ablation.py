@@ -40,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import numpy as np
 import train_reranker as T
 from _locomo import parse_selection
+from dated_paragraphs import CATEGORIES, build_dataset
 from reranker_data import DEFAULT_DATA_DIR, load_rows
 
 from shared_core.config import DEFAULT_ARM_WEIGHTS, DEFAULT_LEARNED_TEMPORAL_ALPHA, DEFAULT_LEARNED_WHEN_ALPHA
@@ -149,8 +150,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = p.parse_args(argv)
     locomo = args.dataset == "locomo"
-    cats = T.LOCOMO_CATEGORIES if locomo else T.DATED_CATEGORIES
-    convs = parse_selection(args.conversations, 10 if locomo else 5)
+    cats = T.LOCOMO_CATEGORIES if locomo else CATEGORIES
+    convs = parse_selection(args.conversations, 10 if locomo else len(build_dataset(args.dataset)))
     model = LearnedScorer.default()
     res: dict[str, dict[str, dict[int, list[float]]]] = {s: {} for s in SYSTEMS}
     gold: dict[tuple[str, str, bool], list[bool]] = {}
@@ -162,7 +163,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     cell = res[system].setdefault(group, {k: [] for k in KS})
                     for k, values in cell.items():
                         values.append(T.recall_at(order, q.evidence, k))
-                if locomo and q.category == 2 and system in {"ours", "no-temporal"}:
+                # LoCoMo's temporal questions, or every question of a generated set
+                if (q.category == 2 or not locomo) and system in {"ours", "no-temporal"}:
                     top = set(order[:10])
                     for i in np.flatnonzero(q.labels > 0):
                         s = q.signals[i]
