@@ -52,11 +52,15 @@ SYSTEMS = ("passthrough", "ours", "ours (no boosts)", "no-temporal")
 KS = (1, 5, 10)
 
 
-def _boosts(q: T.QuestionData, text: str) -> np.ndarray[Any, np.dtype[np.float64]]:
-    """The learned profile's boost of every candidate (apply_boosts' arithmetic)."""
+def _boosts(
+    q: T.QuestionData, text: str, p: np.ndarray[Any, np.dtype[np.float64]]
+) -> np.ndarray[Any, np.dtype[np.float64]]:
+    """The learned profile's boost of every candidate scored ``p`` (apply_boosts' arithmetic)."""
     assert q.query is not None
     window, when = q.query.window, asks_when(text)
     out = np.ones(len(q.signals))
+    # the "when" boost goes to dated memories scored within the boost of the best (apply_boosts)
+    floor = float(p.max()) / (1 + DEFAULT_LEARNED_WHEN_ALPHA * NEUTRAL) if len(p) else 0.0
     for i, s in enumerate(q.signals):
         if window is not None:
             prox, stated = s.proximity(window), stated_time_match(s.text, window)
@@ -64,7 +68,7 @@ def _boosts(q: T.QuestionData, text: str) -> np.ndarray[Any, np.dtype[np.float64
                 NEUTRAL if prox is None and stated == 0.0 else max(NEUTRAL if prox is None else prox, stated)
             )
             out[i] = 1 + DEFAULT_LEARNED_TEMPORAL_ALPHA * (value - NEUTRAL)
-        elif when and (s.occurred_start is not None or s.occurred_end is not None):
+        elif when and (s.occurred_start is not None or s.occurred_end is not None) and p[i] >= floor:
             out[i] = 1 + DEFAULT_LEARNED_WHEN_ALPHA * NEUTRAL
     return out
 
@@ -111,12 +115,14 @@ def without_temporal(q: T.QuestionData, text: str) -> T.QuestionData | None:
     return without_arm(q, "temporal", QuerySignals.from_query(text, None, asks_when=False))
 
 
-def _ranked(q: T.QuestionData, model: LearnedScorer, boosts: np.ndarray[Any, Any] | None) -> list[str]:
+def _ranked(q: T.QuestionData, model: LearnedScorer, text: str | None) -> list[str]:
+    """``q``'s candidates ranked by the model, then boosted as the question asks (no boosts
+    without ``text``)."""
     if model.first_stage is not None:
         q = T.with_neighbours(q, model.first_stage, model.neighbour_seeds, model.neighbour_window)
     p = 1 / (1 + np.exp(-np.clip(model.logits(q.x), -40, 40)))
-    if boosts is not None:
-        p = p * boosts
+    if text is not None:
+        p = p * _boosts(q, text, p)
     return [q.dia_ids[i] for i in np.argsort(-p, kind="stable")]
 
 
@@ -125,7 +131,7 @@ def orders(q: T.QuestionData, text: str, model: LearnedScorer) -> dict[str, list
     blind = without_temporal(q, text)
     return {
         "passthrough": list(q.passthrough),
-        "ours": _ranked(q, model, _boosts(q, text)),
+        "ours": _ranked(q, model, text),
         "ours (no boosts)": _ranked(q, model, None),
         "no-temporal": [] if blind is None else _ranked(blind, model, None),
     }
