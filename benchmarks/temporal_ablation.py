@@ -8,7 +8,9 @@ ranks every question four ways, as recall ranks them:
   second graph round marked (the first stage's top hits' document neighbours, as recall marks
   them), then the learned profile's boosts: for a question naming a time,
   ``DEFAULT_LEARNED_TEMPORAL_ALPHA`` on the better of date proximity and stated years; for a
-  "when" question without one, ``DEFAULT_LEARNED_WHEN_ALPHA`` on memories stating their own date;
+  "when" question without one, ``DEFAULT_LEARNED_WHEN_ALPHA`` on memories stating their own date
+  scored within that boost of the best (the "when" list beyond its head read by its column only,
+  as ``train_reranker.questions_of`` reads it);
 * ``ours (no boosts)``: the same, without those boosts;
 * ``no-temporal``: the temporal arm's ranks removed and RRF recomputed with the default arm
   weights (candidates only it found dropped), the model blind to the question's time (no
