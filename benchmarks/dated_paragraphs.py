@@ -49,6 +49,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _locomo import Conversation, Question, QuestionResult, Turn
+from said_questions import said_chats
 from when_questions import when_notes
 
 from shared_core.text import MONTH_NAMES
@@ -63,7 +64,18 @@ QUERY_TIME = dt.datetime(2024, 6, 1, 12, 0)
 INGESTED = dt.datetime(2024, 5, 20, 9, 0)
 
 # 5: "When did X ...?" over dated notes, the when-notes set (benchmarks/when_questions.py)
-CATEGORIES: dict[int, str] = {1: "year", 2: "season-month", 3: "relative", 4: "untimed", 5: "when"}
+# 6-8: the said-chats set (benchmarks/said_questions.py): evidence told without a date, dated by
+# when it was said, beside the same questions over dated evidence ("when", 5, and 8)
+CATEGORIES: dict[int, str] = {
+    1: "year",
+    2: "season-month",
+    3: "relative",
+    4: "untimed",
+    5: "when",
+    6: "when, undated gold",
+    7: "names a day, undated gold",
+    8: "names a day, dated gold",
+}
 
 _ONSETS = [
     "Al",
@@ -714,6 +726,9 @@ DATASETS: dict[str, Callable[[], list[Conversation]]] = {
     # "When did X ...?" over a journal of short dated notes (benchmarks/when_questions.py):
     # evaluation only, never trained or tuned on
     "when-notes": lambda: when_notes(),
+    # chats whose "when" / "on <day>" evidence is often told without a date, dated by when it
+    # was said (benchmarks/said_questions.py): evaluation only, never trained or tuned on
+    "said-chats": lambda: said_chats(),
 }
 
 

@@ -116,7 +116,7 @@ def _rank_report(data_dir: Path, selection: str, wanted: set[str], k: int) -> in
             text = raw["question"]
             blind = without_graph_arm(q)
             for name, data in zip(res, (q, blind), strict=True):
-                order = [] if data is None else A._ranked(data, model, A._boosts(data, text))
+                order = [] if data is None else A._ranked(data, model, text)
                 for group in ("overall", category):
                     res[name].setdefault(group, []).append(T.recall_at(order, q.evidence, k))
     groups = list(res["ours"])

@@ -8,7 +8,9 @@ ranks every question four ways, as recall ranks them:
   second graph round marked (the first stage's top hits' document neighbours, as recall marks
   them), then the learned profile's boosts: for a question naming a time,
   ``DEFAULT_LEARNED_TEMPORAL_ALPHA`` on the better of date proximity and stated years; for a
-  "when" question without one, ``DEFAULT_LEARNED_WHEN_ALPHA`` on memories stating their own date;
+  "when" question without one, ``DEFAULT_LEARNED_WHEN_ALPHA`` on memories stating their own date
+  scored within that boost of the best (the "when" list beyond its head read by its column only,
+  as ``train_reranker.questions_of`` reads it);
 * ``ours (no boosts)``: the same, without those boosts;
 * ``no-temporal``: the temporal arm's ranks removed and RRF recomputed with the default arm
   weights (candidates only it found dropped), the model blind to the question's time (no
@@ -40,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import numpy as np
 import train_reranker as T
 from _locomo import parse_selection
+from dated_paragraphs import CATEGORIES, build_dataset
 from reranker_data import DEFAULT_DATA_DIR, load_rows
 
 from shared_core.config import DEFAULT_ARM_WEIGHTS, DEFAULT_LEARNED_TEMPORAL_ALPHA, DEFAULT_LEARNED_WHEN_ALPHA
@@ -51,11 +54,15 @@ SYSTEMS = ("passthrough", "ours", "ours (no boosts)", "no-temporal")
 KS = (1, 5, 10)
 
 
-def _boosts(q: T.QuestionData, text: str) -> np.ndarray[Any, np.dtype[np.float64]]:
-    """The learned profile's boost of every candidate (apply_boosts' arithmetic)."""
+def _boosts(
+    q: T.QuestionData, text: str, p: np.ndarray[Any, np.dtype[np.float64]]
+) -> np.ndarray[Any, np.dtype[np.float64]]:
+    """The learned profile's boost of every candidate scored ``p`` (apply_boosts' arithmetic)."""
     assert q.query is not None
     window, when = q.query.window, asks_when(text)
     out = np.ones(len(q.signals))
+    # the "when" boost goes to dated memories scored within the boost of the best (apply_boosts)
+    floor = float(p.max()) / (1 + DEFAULT_LEARNED_WHEN_ALPHA * NEUTRAL) if len(p) else 0.0
     for i, s in enumerate(q.signals):
         if window is not None:
             prox, stated = s.proximity(window), stated_time_match(s.text, window)
@@ -63,7 +70,7 @@ def _boosts(q: T.QuestionData, text: str) -> np.ndarray[Any, np.dtype[np.float64
                 NEUTRAL if prox is None and stated == 0.0 else max(NEUTRAL if prox is None else prox, stated)
             )
             out[i] = 1 + DEFAULT_LEARNED_TEMPORAL_ALPHA * (value - NEUTRAL)
-        elif when and (s.occurred_start is not None or s.occurred_end is not None):
+        elif when and (s.occurred_start is not None or s.occurred_end is not None) and p[i] >= floor:
             out[i] = 1 + DEFAULT_LEARNED_WHEN_ALPHA * NEUTRAL
     return out
 
@@ -110,12 +117,14 @@ def without_temporal(q: T.QuestionData, text: str) -> T.QuestionData | None:
     return without_arm(q, "temporal", QuerySignals.from_query(text, None, asks_when=False))
 
 
-def _ranked(q: T.QuestionData, model: LearnedScorer, boosts: np.ndarray[Any, Any] | None) -> list[str]:
+def _ranked(q: T.QuestionData, model: LearnedScorer, text: str | None) -> list[str]:
+    """``q``'s candidates ranked by the model, then boosted as the question asks (no boosts
+    without ``text``)."""
     if model.first_stage is not None:
         q = T.with_neighbours(q, model.first_stage, model.neighbour_seeds, model.neighbour_window)
     p = 1 / (1 + np.exp(-np.clip(model.logits(q.x), -40, 40)))
-    if boosts is not None:
-        p = p * boosts
+    if text is not None:
+        p = p * _boosts(q, text, p)
     return [q.dia_ids[i] for i in np.argsort(-p, kind="stable")]
 
 
@@ -124,7 +133,7 @@ def orders(q: T.QuestionData, text: str, model: LearnedScorer) -> dict[str, list
     blind = without_temporal(q, text)
     return {
         "passthrough": list(q.passthrough),
-        "ours": _ranked(q, model, _boosts(q, text)),
+        "ours": _ranked(q, model, text),
         "ours (no boosts)": _ranked(q, model, None),
         "no-temporal": [] if blind is None else _ranked(blind, model, None),
     }
@@ -149,8 +158,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = p.parse_args(argv)
     locomo = args.dataset == "locomo"
-    cats = T.LOCOMO_CATEGORIES if locomo else T.DATED_CATEGORIES
-    convs = parse_selection(args.conversations, 10 if locomo else 5)
+    cats = T.LOCOMO_CATEGORIES if locomo else CATEGORIES
+    convs = parse_selection(args.conversations, 10 if locomo else len(build_dataset(args.dataset)))
     model = LearnedScorer.default()
     res: dict[str, dict[str, dict[int, list[float]]]] = {s: {} for s in SYSTEMS}
     gold: dict[tuple[str, str, bool], list[bool]] = {}
@@ -162,7 +171,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     cell = res[system].setdefault(group, {k: [] for k in KS})
                     for k, values in cell.items():
                         values.append(T.recall_at(order, q.evidence, k))
-                if locomo and q.category == 2 and system in {"ours", "no-temporal"}:
+                # LoCoMo's temporal questions, or every question of a generated set
+                if (q.category == 2 or not locomo) and system in {"ours", "no-temporal"}:
                     top = set(order[:10])
                     for i in np.flatnonzero(q.labels > 0):
                         s = q.signals[i]

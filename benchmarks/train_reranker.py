@@ -55,6 +55,7 @@ from shared_core.recall.learned import (
     QuerySignals,
     featurize,
     mark_neighbours,
+    unfuse_when_list,
 )
 from shared_core.types import ARM_NAMES, TimeWindow
 
@@ -272,6 +273,8 @@ def questions_of(block: dict[str, Any]) -> list[QuestionData]:
                     context=m.get("context"),  # recorded since speaker_named
                 )
             )
+        if window is None and query.asks_when:  # as recall reads a "when" question's list
+            signals = unfuse_when_list(signals, weight=DEFAULT_ARM_WEIGHTS["temporal"], k=DEFAULT_RRF_K)
         dia = tuple(str(memories[c["id"]]["dia_id"]) for c in q["candidates"])
         evidence = frozenset(q["evidence"])
         out.append(

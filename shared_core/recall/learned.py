@@ -47,6 +47,7 @@ True
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import functools
 import itertools
@@ -81,6 +82,7 @@ __all__ = [
     "mark_neighbours",
     "said_selects",
     "speaker_names",
+    "unfuse_when_list",
 ]
 
 _WEIGHTS_FILE: Final = "learned_reranker.json"
@@ -329,6 +331,59 @@ def said_selects(candidates: Sequence[CandidateSignals], window: TimeWindow) -> 
         1 for c in candidates if c.mentioned_at is not None and start <= as_utc(c.mentioned_at) <= end
     )
     return 0 < inside <= SAID_WINDOW_MAX_SHARE * len(candidates)
+
+
+# How many of the temporal arm's "when" list (a "when" question without a window) keep their
+# share of the fused score for the learned reranker (unfuse_when_list). Tuned on LoCoMo 0-4
+# (offline, the "when" questions without a window, shipped weights, with the relative "when"
+# boost of boosts.apply_boosts; head 3 / 5 / 10 / 20 / whole list): R@1 72.6 for every head,
+# R@5 89.4 / 88.7 / 88.0 / 88.0 / 88.0, R@10 92.1 / 91.8 / 91.4 / 91.8 / 91.8; on our own sets
+# (validation only) when-notes R@1 100 for each, said-chats' undated "when" gold in the top 10
+# 75.0 / 75.0 / 75.0 / 66.7 / 63.9 (benchmarks/said_questions.py, docs/benchmarks.md).
+WHEN_FUSED_HEAD: Final = 3
+
+
+def unfuse_when_list(
+    candidates: Sequence[CandidateSignals],
+    *,
+    weight: float,
+    k: float,
+    offset: int = 0,
+    head: int = WHEN_FUSED_HEAD,
+) -> list[CandidateSignals]:
+    """``candidates`` (in their order) as the learned reranker reads them for a "when" question
+    without a window: the temporal arm's "when" list kept whole as candidates and as its own
+    column (``dated_evidence_rr``), but beyond its first ``head`` memories its share of the RRF
+    score (``weight / (k + rank)``) taken out, and every ``position`` renumbered, from
+    ``offset``, by the score left (ties: the "when" rank, then the fused order).
+
+    Why: the list holds every memory stating a date, ranked by similarity, often hundreds in a
+    chat (plans, errands, "yesterday I ..."). Fused whole, it lifted each one's RRF score and
+    fused position, the columns the model weighs most, above the turns that tell the asked
+    event without a date (dated by when they were said): benchmarks/said_questions.py, 58.3 %
+    of such gold in the top 10 against 80.6 % without the temporal machinery. Its head is
+    where the list's evidence is (LoCoMo 0-4: 84 % of the dated gold within the first 5).
+
+    >>> ranks = [{"temporal": 4, "semantic": 3}, {"semantic": 1}, {"temporal": 1, "semantic": 2}]
+    >>> fused = [CandidateSignals(position=i, rrf=sum(1 / (60 + v) for v in r.values()), ranks=r)
+    ...          for i, r in enumerate(ranks)]
+    >>> [c.position for c in unfuse_when_list(fused, weight=1.0, k=60.0)]
+    [2, 1, 0]
+    """
+    if not any(c.ranks.get("temporal", 0) > head for c in candidates):
+        return list(candidates)
+    left = [
+        c.rrf - (weight / (k + c.ranks["temporal"]) if c.ranks.get("temporal", 0) > head else 0.0)
+        for c in candidates
+    ]
+    order = sorted(
+        range(len(candidates)),
+        key=lambda i: (-left[i], candidates[i].ranks.get("temporal", math.inf), candidates[i].position),
+    )
+    place = {i: offset + p for p, i in enumerate(order)}
+    return [
+        dataclasses.replace(c, rrf=max(left[i], 0.0), position=place[i]) for i, c in enumerate(candidates)
+    ]
 
 
 def _window_years(window: TimeWindow) -> tuple[int, int]:

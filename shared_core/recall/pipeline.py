@@ -34,7 +34,7 @@ from shared_core.recall.hydrate import (
     fill_plan,
     hydrate_plan,
 )
-from shared_core.recall.learned import CandidateSignals, LearnedScorer, QuerySignals
+from shared_core.recall.learned import CandidateSignals, LearnedScorer, QuerySignals, unfuse_when_list
 from shared_core.recall.options import RecallOptions
 from shared_core.recall.query import bound_query, check_types
 from shared_core.recall.rerank import Reranker, format_document, passthrough_scores
@@ -429,18 +429,21 @@ def _score(
         # without that rank a memory stating its date is scored down (when_and_dated's weight
         # is negative): 37.5 R@1 on benchmarks' when-notes against 53.3 blind (docs/benchmarks.md).
         when = timed and (window is not None or (when_arm and ctx.settings.temporal_when_questions))
-        features, seeds = yield Compute(
-            scorer.prepare,
-            (
-                QuerySignals.from_query(
-                    text,
-                    window if timed else None,
-                    asks_when=None if when else False,
-                    inflections=ctx.settings.keyword_inflections,
-                ),
-                [_signals(offset + i, c, rows[c.id]) for i, c in enumerate(candidates)],
-            ),
+        query = QuerySignals.from_query(
+            text,
+            window if timed else None,
+            asks_when=None if when else False,
+            inflections=ctx.settings.keyword_inflections,
         )
+        signals = [_signals(offset + i, c, rows[c.id]) for i, c in enumerate(candidates)]
+        if query.window is None and query.asks_when:
+            # the "when" list is read by its own column, not by the fused score and order it
+            # lifts every dated memory in (learned.unfuse_when_list)
+            weights, _ = ctx.settings.profile(ctx.reranker.kind)
+            signals = unfuse_when_list(
+                signals, weight=weights.get("temporal", 0.0), k=ctx.settings.rrf_k, offset=offset
+            )
+        features, seeds = yield Compute(scorer.prepare, (query, signals))
         marked: dict[int, list[int]] = {}
         if neighbours_in is not None and seeds:
             # The graph's second round: the document neighbours of the first stage's top hits.

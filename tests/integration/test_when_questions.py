@@ -172,3 +172,81 @@ def test_a_question_naming_a_day_finds_the_turn_said_that_day(
     # what it tells happened the week before the day it was said
     assert shown.occurred_start is not None and shown.occurred_start.date() < SAID_DAY.date()
     assert result.memories[0].text == SHOWN
+
+
+# A "when" question about a chat whose evidence tells the event without a date: its said time
+# is the answer. The same speaker's other turns state dates about other things (and one plans
+# the same thing with a date): the machinery that favours memories stating their own date must
+# not push the evidence below them (benchmarks/said_questions.py, the said-chats set).
+TOLD_UNDATED = 'Emeka said, "A student just rode off on my old bike, he was thrilled, I am a little sad."'
+SELL_DAY = dt.datetime(2023, 6, 2, 19, tzinfo=UTC)
+DATED_CHAFF = [
+    'Emeka said, "I repaired my bike yesterday, the brakes work again."',
+    'Emeka said, "The car broke down two days ago, so annoying."',
+    'Emeka said, "I went to the gym last Tuesday for the first time in months."',
+    'Emeka said, "Yesterday I cleaned out the whole garage."',
+    'Emeka said, "I had a dentist appointment on 3 April, all fine."',
+    'Emeka said, "We had a family dinner yesterday, my uncle told the same jokes."',
+    'Emeka said, "Two days ago I met an old school friend by chance."',
+    'Emeka said, "I took the train to the coast last Sunday, just for the day."',
+    'Emeka said, "I got my hair cut yesterday, it is very short now."',
+    'Emeka said, "Last Thursday I finally called the bank about my card."',
+    'Emeka said, "I started a new puzzle two days ago, a thousand pieces."',
+    'Emeka said, "I bought new hiking boots yesterday, a real bargain."',
+    'Emeka said, "I sold my old sofa on 2 May, the flat looks bigger."',
+    'Emeka said, "Two days ago I washed the car and the old van."',
+    'Emeka said, "My brother sold his scooter last Friday."',
+    'Emeka said, "I rode the motorbike to the lake on 12 March."',
+    'Emeka said, "I put an advert for the motorbike online yesterday."',
+    'Emeka said, "I have to sign the papers for the motorbike next week."',
+]
+UNDATED_CHAT = [
+    'Callum said, "How have you been?"',
+    'Callum said, "That sounds lovely, tell me more."',
+    'Emeka said, "I have been so tired lately, work is a lot."',
+    'Callum said, "My neighbour\'s dog keeps barking at night."',
+    'Emeka said, "I am trying to drink less coffee."',
+    'Callum said, "We should meet up soon."',
+]
+
+
+@pytest.fixture(scope="module")
+def told_bank(engine: MemoryEngine) -> tuple[str, dict[str, str]]:
+    bank = f"told-{uuid.uuid4().hex[:10]}"
+    items = [MemoryItem(text=TOLD_UNDATED, mentioned_at=SELL_DAY)]
+    # one session every eight days before and after the day the sale was told
+    items += [
+        MemoryItem(text=t, mentioned_at=SELL_DAY + dt.timedelta(days=8 * (i - 9), hours=i % 3))
+        for i, t in enumerate(DATED_CHAFF)
+    ]
+    items += [
+        MemoryItem(text=t, mentioned_at=SELL_DAY + dt.timedelta(days=8 * (i - 3), minutes=5))
+        for i, t in enumerate(UNDATED_CHAT)
+    ]
+    ids = engine.retain(items, bank=bank, progress=False)
+    return bank, {item.text: i for item, i in zip(items, ids, strict=True)}
+
+
+def _rank_of(engine: MemoryEngine, bank: str, query: str, text: str, **settings: bool) -> int:
+    saved = engine.recall_settings
+    engine.recall_settings = dataclasses.replace(saved, **settings)
+    try:
+        result = engine.recall(query, bank=bank, query_timestamp=QUERY_TIME, k=20)
+    finally:
+        engine.recall_settings = saved
+    return [m.text for m in result.memories].index(text)
+
+
+def test_undated_when_evidence_is_not_pushed_below_dated_chatter(
+    engine: MemoryEngine, told_bank: tuple[str, dict[str, str]]
+) -> None:
+    bank, _ = told_bank
+    query = "When did Emeka sell the old motorbike?"
+    # the evidence states no date: its said time is the answer
+    told = next(m for m in engine.recall(query, bank=bank, k=20).memories if m.text == TOLD_UNDATED)
+    assert told.occurred_start is None and told.occurred_end is None
+    ranked = _rank_of(engine, bank, query, TOLD_UNDATED)
+    blind = _rank_of(engine, bank, query, TOLD_UNDATED, date_signals=False, temporal_when_questions=False)
+    # the machinery may lift a dated turn about the same thing; it must not push the turn that
+    # tells the event (dated by when it was said) below where the time-blind ranking puts it
+    assert ranked <= blind

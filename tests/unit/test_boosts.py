@@ -298,3 +298,26 @@ def test_a_memory_whose_written_years_span_the_window_is_boosted_like_one_dated_
     # without a window the stated time says nothing
     neutral = apply_boosts([0.5, 0.5], inputs, now, False, BoostConfig(recency_alpha=0.0, temporal_alpha=0.5))
     assert [s.temporal_boost for s in neutral] == [1.0, 1.0]
+
+
+def test_the_when_boost_goes_only_to_dated_memories_within_its_reach_of_the_best() -> None:
+    # A "when" question: a memory stating its own date is boosted x1.5 (when_alpha 1) only
+    # where that could lift it to the best candidate's score; a dated memory of the tail (a
+    # chat's errand "yesterday") is not lifted over the undated turns above it.
+    said = dt.datetime(2023, 6, 2, tzinfo=dt.UTC)
+    dated = {"occurred_start": said - dt.timedelta(days=1), "mentioned_at": said}
+    inputs = [
+        BoostInput(id="told", mentioned_at=said),  # the best: undated, tells the event
+        BoostInput(id="near", **dated),  # dated, 0.7 / 0.9 of the best: within reach
+        BoostInput(id="undated", mentioned_at=said),
+        BoostInput(id="tail", **dated),  # dated, far below the best
+    ]
+    config = BoostConfig(recency_alpha=0.0, proof_alpha=0.0, when_alpha=1.0)
+    now = said + dt.timedelta(days=30)
+    scored = apply_boosts([0.9, 0.7, 0.06, 0.05], inputs, now, False, config, asks_when=True)
+    boosts = {s.id: s.temporal_boost for s in scored}
+    assert boosts == {"told": 1.0, "near": 1.5, "undated": 1.0, "tail": 1.0}
+    assert [s.id for s in scored] == ["near", "told", "undated", "tail"]
+    # not a "when" question: no boost at all
+    plain = apply_boosts([0.9, 0.7, 0.06, 0.05], inputs, now, False, config)
+    assert {s.temporal_boost for s in plain} == {1.0}
