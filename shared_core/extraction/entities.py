@@ -788,6 +788,8 @@ def _fallback_only_pipes(nlp: Language) -> tuple[str, ...]:
 
 
 def _proper_noun_runs(doc: Doc, covered: bytearray) -> Iterator[list[Token]]:
+    # SpacyEntityExtractor._fallback_possible decides from the same token test, minus the tags,
+    # whether a doc needs the tagger at all: a change here must be mirrored there.
     run: list[Token] = []
     for token in doc:
         if (
