@@ -642,9 +642,7 @@ class SpacyEntityExtractor:
         pieces = [(i, piece) for i, text in cleaned for piece in _split(text, limit)]
         seen: list[set[str]] = [set() for _ in texts]
         with loaded.lock:
-            docs = loaded.nlp.pipe(
-                (p for _, p in pieces), batch_size=self._batch_size, n_process=self._n_process
-            )
+            docs = self._docs(loaded, [p for _, p in pieces])
             for (index, _), doc in zip(pieces, docs, strict=True):
                 for mention in self._mentions(doc, loaded):
                     key = entity_match_key(mention.name)
@@ -653,12 +651,70 @@ class SpacyEntityExtractor:
                         results[index].append(mention)
         return results
 
+    def _docs(self, loaded: _LoadedPipeline, texts: list[str]) -> Iterator[Doc]:
+        """The parsed ``texts``, in order. The pipes only the proper-noun fallback reads
+        (:func:`_fallback_only_pipes`) run after the others, and only over the docs whose
+        fallback could keep something (:meth:`_fallback_possible`); for the other docs their
+        output would be read by nothing. On LoCoMo's turns that is 77% of them, and the two
+        pipes are ~25% of the pipeline's CPU (docs/benchmarks/retain.md, 2026-12-02)."""
+        nlp = loaded.nlp
+        deferred = _fallback_only_pipes(nlp)
+        if not deferred or self._n_process > 1:
+            # spaCy's worker processes are started per call: one call over all the texts.
+            yield from nlp.pipe(texts, batch_size=self._batch_size, n_process=self._n_process)
+            return
+        for start in range(0, len(texts), self._batch_size):
+            batch = list(
+                nlp.pipe(
+                    texts[start : start + self._batch_size], batch_size=self._batch_size, disable=deferred
+                )
+            )
+            todo = [
+                doc
+                for doc in batch
+                if self._propn_fallback and self._fallback_possible(doc, _covered(doc), loaded)
+            ]
+            for name in deferred:
+                # The docs are annotated in place; the tagger's tok2vec listener reads doc.tensor.
+                pipe: Any = nlp.get_pipe(name)  # a TrainablePipe; typed as a bare callable
+                todo = list(pipe.pipe(todo, batch_size=self._batch_size))
+            yield from batch
+
+    def _fallback_possible(self, doc: Doc, covered: bytearray, loaded: _LoadedPipeline) -> bool:
+        """Whether :meth:`_mentions`' fallback could keep a run of ``doc`` under some tagging.
+
+        Its runs are maximal groups of adjacent uncovered tokens with a capital letter, cut
+        further where the tagger did not say proper noun. A group of one token gives that
+        token's run or none, which the trim and keep rules decide without tags; a longer group
+        of fillers only gives runs of fillers, which trim to nothing. Any other group needs the
+        tags."""
+        group: list[Token] = []
+        for token in [*doc, None]:
+            if (
+                token is not None
+                and not covered[token.i]
+                and any(c.isupper() for c in token.text)
+                and not token.is_space
+            ):
+                group.append(token)
+                continue
+            if len(group) == 1:
+                trimmed = _trim(group)
+                if (
+                    trimmed
+                    and self._keep_run(trimmed, loaded)
+                    and self._name(doc[group[0].i : group[0].i + 1], trimmed)
+                ):
+                    return True
+            elif group and not all(_is_filler(t) for t in group):
+                return True
+            group = []
+        return False
+
     def _mentions(self, doc: Doc, loaded: _LoadedPipeline) -> list[EntityMention]:
         ner: list[EntityMention] = []
-        covered = bytearray(len(doc))
+        covered = _covered(doc)
         for ent in doc.ents:
-            for i in range(ent.start, ent.end):
-                covered[i] = 1
             if ent.label_ in self._labels:
                 name = self._name(ent, _trim(list(ent)))
                 if name:
@@ -702,7 +758,38 @@ class SpacyEntityExtractor:
         return vocative and not _is_common_word(word, loaded.non_noun)
 
 
+def _covered(doc: Doc) -> bytearray:
+    """1 for each token inside one of ``doc``'s entities (of any label)."""
+    covered = bytearray(len(doc))
+    for ent in doc.ents:
+        covered[ent.start : ent.end] = b"\x01" * (ent.end - ent.start)
+    return covered
+
+
+def _fallback_only_pipes(nlp: Language) -> tuple[str, ...]:
+    """The enabled pipes whose output only the proper-noun fallback reads, in pipeline order:
+    the tagger (its fine-grained tags), and the ``tok2vec`` when the tagger is its only enabled
+    listener. Empty unless every other enabled pipe is one known not to read them (the senter
+    and the NER of the en_core_web CNN pipelines have their own embedding layers), so an
+    unknown pipeline is always run whole."""
+    names = nlp.pipe_names
+    if "tagger" not in names:
+        return ()
+    deferred = ["tagger"]
+    if "tok2vec" in names:
+        tok2vec: Any = nlp.get_pipe("tok2vec")  # spaCy's Tok2Vec; typed as a bare callable
+        listeners = [c for c in tok2vec.listening_components if c in names]
+        if listeners != ["tagger"]:
+            return ()
+        deferred.insert(0, "tok2vec")
+    if not set(names) - set(deferred) <= {"senter", "ner"}:
+        return ()
+    return tuple(deferred)
+
+
 def _proper_noun_runs(doc: Doc, covered: bytearray) -> Iterator[list[Token]]:
+    # SpacyEntityExtractor._fallback_possible decides from the same token test, minus the tags,
+    # whether a doc needs the tagger at all: a change here must be mirrored there.
     run: list[Token] = []
     for token in doc:
         if (

@@ -18,6 +18,8 @@ from shared_core.extraction.entities import (
     DEFAULT_ENTITY_LABELS,
     FALLBACK_LABEL,
     SpacyEntityExtractor,
+    _covered,
+    _fallback_only_pipes,
     _pipeline,
     canonicalize_entity_name,
     entity_match_key,
@@ -357,3 +359,57 @@ def test_text_without_a_capital_skips_the_model_with_the_same_answer(
     assert extractor.extract([text, "Alice works at Google."])[0] == []
     keeper = SpacyEntityExtractor(keep_lowercase=True)
     assert keeper.extract([text]) == [keeper._mentions(loaded.nlp(text), loaded)]
+
+
+# Texts where the fallback keeps something, where a one-word group is dropped by the keep rule,
+# groups of fillers, and NER-covered names: both sides of the tagger-skip decision.
+_DEFERRED_TEXTS = [
+    "Hey Caroline! Long time no see.",
+    "Calvin, I got the tickets!",
+    'Melanie said, "Sounds great! I went to the LGBTQ support group yesterday."',
+    'Caroline said, "Thanks, Mel! Yeah, OK. Lol"',
+    "Good to see you! Hope you're well.",
+    "Hey Jordan Smith, did Kumquat Labs ever call back?",
+    "I told you it was Monday, not Friday.",
+    "Alice works at Google. Bob moved to Paris.",
+    "We saw The Lion King at the Pantages with Aunt Rosa.",
+    "ok, sounds good",
+    "Wow Wow Hey Yeah",
+    "The new Zorblax Quintet album is out.",
+]
+
+
+def test_tagger_runs_only_where_the_fallback_reads_it(extractor: SpacyEntityExtractor) -> None:
+    """The tok2vec and tagger pipes run only for docs whose fallback could keep a run; every
+    text's mentions are the same as with the whole pipeline run over every text."""
+    loaded = _pipeline(extractor.model_name)
+    assert _fallback_only_pipes(loaded.nlp) == ("tok2vec", "tagger")
+    whole = []
+    for doc in loaded.nlp.pipe(_DEFERRED_TEXTS):
+        keys: set[str] = set()
+        kept = []
+        for mention in extractor._mentions(doc, loaded):
+            key = entity_match_key(mention.name)
+            if key and key not in keys:
+                keys.add(key)
+                kept.append(mention)
+        whole.append(kept)
+    assert extractor.extract(_DEFERRED_TEXTS) == whole
+    assert any(m.label == FALLBACK_LABEL for per_text in whole for m in per_text)
+    # Both decisions occur: some docs skip the tagger, others need it.
+    docs = list(loaded.nlp.pipe(_DEFERRED_TEXTS, disable=["tok2vec", "tagger"]))
+    possible = [extractor._fallback_possible(d, _covered(d), loaded) for d in docs]
+    assert True in possible and False in possible
+
+
+def test_unknown_pipelines_run_whole() -> None:
+    """Only the known shape (tok2vec feeding only the tagger, then senter and NER) defers pipes:
+    another pipe might read the tags."""
+    import spacy
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("tagger")
+    assert _fallback_only_pipes(nlp) == ("tagger",)
+    nlp.add_pipe("entity_ruler")
+    assert _fallback_only_pipes(nlp) == ()
+    assert _fallback_only_pipes(spacy.blank("en")) == ()
