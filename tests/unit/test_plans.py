@@ -14,7 +14,7 @@ import pytest
 from shared_core.config import EngineConfig
 from shared_core.models import Models
 from shared_core.recall.arms import ScoredRow
-from shared_core.recall.hydrate import MemoryRow
+from shared_core.recall.hydrate import MemoryDetails, MemoryRow
 from shared_core.recall.learned import LearnedScorer
 from shared_core.recall.options import RecallOptions
 from shared_core.recall.pipeline import ARMS, RecallContext, _analyse, recall_plan
@@ -216,6 +216,40 @@ def test_fusion_ahead_is_reused_when_the_graph_adds_no_hit(
     )  # type: ignore[arg-type]
     assert len(calls) == fusions
     assert [m.id for m in result.memories] == [B, A, *(r["id"] for r in graph_rows)]
+
+
+@pytest.mark.parametrize("reranker", ["none", "learned"])
+def test_the_ranking_ahead_is_the_ranking_when_the_graph_adds_no_hit(reranker: str) -> None:
+    """The first round's candidates are ranked, and their details read, while the graph
+    statement runs; when it adds no hit that ranking is returned: no statement after the
+    graph's collection. With a graph hit, it is ranked again and only the new memory's details
+    are read."""
+    arms = {"semantic": [{"id": A, "score": 0.9}], "keyword": [{"id": B, "score": 3.0}], "graph": []}
+    result, ops = run_recorded(
+        recall_plan(_context(reranker), "Where does Bob live?", RecallOptions(trace=True)), _answer(arms)
+    )  # type: ignore[arg-type]
+    (graph,) = _graph_queries(ops)
+    launch = next(i for i, op in enumerate(ops) if isinstance(op, Launch) and graph in op.queries)
+    collect = next(i for i, op in enumerate(ops) if isinstance(op, Collect) and i > launch)
+    details = [i for i, op in enumerate(ops) if isinstance(op, Query) and op.row_type is MemoryDetails]
+    assert len(details) == 1 and launch < details[0] < collect
+    assert not [op for op in ops[collect + 1 :] if isinstance(op, (Query, Launch, Concurrently))]
+    assert [m.id for m in result.memories] == [B, A]
+    assert result.trace is not None
+    assert {"rank_ahead", "rerank", "boosts", "token_budget", "details"} <= set(result.trace.timings_ms)
+    # with the graph's hit C (fused last) the ranking runs again
+    with_hit, ops = run_recorded(
+        recall_plan(_context(reranker), "Where does Bob live?", RecallOptions(trace=True)),
+        _answer({**arms, "graph": [{"id": C, "score": 0.8}]}),
+    )  # type: ignore[arg-type]
+    assert [m.id for m in with_hit.memories] == [B, A, C]
+    # after the graph's collection: C hydrated, then the details of C alone
+    collect = max(i for i, op in enumerate(ops) if isinstance(op, Collect))
+    after = [(op.row_type, op.params["ids"]) for op in ops[collect + 1 :] if isinstance(op, Query)]  # type: ignore[index]
+    assert [(t, [str(i) for i in ids]) for t, ids in after if t in (MemoryRow, MemoryDetails)] == [
+        (MemoryRow, [C]),
+        (MemoryDetails, [C]),
+    ]
 
 
 def test_graph_timeout_falls_back_to_links_and_says_so() -> None:
@@ -524,9 +558,13 @@ def test_details_are_read_for_the_returned_memories_only() -> None:
             _answer(arms),
         )  # type: ignore[arg-type]
         hydrations = [op for op in ops if isinstance(op, Query) and "u.id = ANY" in statement_text(op)]
-        # hydration reads the graph's C only (the semantic statement read A and B whole),
-        # details the memory the cut kept
-        assert [sorted(op.params["ids"]) for op in hydrations] == [[C], [B]]  # type: ignore[index]
+        # details the memory the cut kept, read once: with the ranking ahead of the graph's rows
+        # (while its statement runs), whose cut kept B too; then hydration reads the graph's C
+        # only (the semantic statement read A and B whole)
+        assert [(op.row_type, sorted(op.params["ids"])) for op in hydrations] == [  # type: ignore[index]
+            (MemoryDetails, [B]),
+            (MemoryRow, [C]),
+        ]
         (bob,) = result.memories
         assert (bob.id, bob.entities, bob.document_id, bob.piece, bob.pieces) == (
             B,
