@@ -40,6 +40,7 @@ from shared_core.recall.query import bound_query, check_types
 from shared_core.recall.rerank import Reranker, format_document, passthrough_scores
 from shared_core.recall.settings import RecallSettings
 from shared_core.recall.timing import Stopwatch
+from shared_core.slots import builder
 from shared_core.storage.plan import Collect, Compute, Concurrently, Launch, Launched, Plan
 from shared_core.types import (
     ARM_NAMES,
@@ -543,27 +544,69 @@ def _memory(
     below_threshold: bool = False,
     relevance: float | None = None,
 ) -> RecalledMemory:
-    return RecalledMemory(
-        id=row.id,
-        text=row.text,
-        fact_type=row.fact_type,
-        score=score,
-        context=row.context,
-        occurred_start=row.occurred_start,
-        occurred_end=row.occurred_end,
-        mentioned_at=row.mentioned_at,
-        tags=tuple(details.tags),
-        metadata=details.metadata,
-        document_id=row.document_id,
-        chunk_id=row.chunk_id,
-        piece=details.piece,
-        pieces=details.pieces,
-        entities=tuple(details.entities),
-        scores=scores,
-        similarity=float(row.similarity) if row.similarity is not None else 0.0,
-        below_threshold=below_threshold,
-        relevance=relevance,
+    return _recalled_memory(
+        row.id,
+        row.text,
+        row.fact_type,
+        score,
+        row.context,
+        row.occurred_start,
+        row.occurred_end,
+        row.mentioned_at,
+        tuple(details.tags),
+        details.metadata,
+        row.document_id,
+        row.chunk_id,
+        details.piece,
+        details.pieces,
+        tuple(details.entities),
+        scores,
+        float(row.similarity) if row.similarity is not None else 0.0,
+        below_threshold,
+        relevance,
     )
+
+
+# Built without calling the frozen classes (shared_core.slots): a RecalledMemory per returned
+# memory (~150 a recall at 100k; 6.0 us called, 19 fields, load ~5) and a BoostInput per fused
+# candidate (~300; 2.1 us), on the recall's path.
+_recalled_memory = builder(
+    RecalledMemory,
+    (
+        "id",
+        "text",
+        "fact_type",
+        "score",
+        "context",
+        "occurred_start",
+        "occurred_end",
+        "mentioned_at",
+        "tags",
+        "metadata",
+        "document_id",
+        "chunk_id",
+        "piece",
+        "pieces",
+        "entities",
+        "scores",
+        "similarity",
+        "below_threshold",
+        "relevance",
+    ),
+)
+_boost_input_of = builder(
+    BoostInput,
+    (
+        "id",
+        "occurred_start",
+        "occurred_end",
+        "mentioned_at",
+        "date_grain",
+        "proof_count",
+        "temporal_proximity",
+        "stated_time",
+    ),
+)
 
 
 def _signals(position: int, candidate: FusedCandidate, row: MemoryRow) -> CandidateSignals:
@@ -591,13 +634,13 @@ def _boost_input(candidate: FusedCandidate, row: MemoryRow, window: TimeWindow |
         # hit's (DatedHit.date), without building one per candidate.
         date = effective_date(row.occurred_start, row.occurred_end, row.mentioned_at, row.date_grain)
         proximity = temporal_proximity(date, window)
-    return BoostInput(
-        id=candidate.id,
-        occurred_start=row.occurred_start,
-        occurred_end=row.occurred_end,
-        mentioned_at=row.mentioned_at,
-        date_grain=row.date_grain,
-        proof_count=row.proof_count,
-        temporal_proximity=proximity,
-        stated_time=stated_time_match(row.text, window) if window is not None else None,
+    return _boost_input_of(
+        candidate.id,
+        row.occurred_start,
+        row.occurred_end,
+        row.mentioned_at,
+        row.date_grain,
+        row.proof_count,
+        proximity,
+        stated_time_match(row.text, window) if window is not None else None,
     )
