@@ -11,7 +11,7 @@ import dataclasses
 import datetime as _dt
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -41,7 +41,7 @@ from shared_core.recall.rerank import Reranker, format_document, passthrough_sco
 from shared_core.recall.settings import RecallSettings
 from shared_core.recall.timing import Stopwatch
 from shared_core.slots import builder
-from shared_core.storage.plan import Collect, Compute, Concurrently, Launch, Launched, Plan
+from shared_core.storage.plan import Collect, Compute, Concurrently, Launch, Launched, Plan, Query
 from shared_core.types import (
     ARM_NAMES,
     ArmName,
@@ -134,8 +134,11 @@ def recall_plan(ctx: RecallContext, query: str, opts: RecallOptions) -> Plan[Rec
     def ahead(
         arms: Mapping[ArmName, Sequence[ArmHit]], known: Mapping[str, MemoryRow]
     ) -> Plan[dict[str, MemoryRow]]:
+        # Every statement ahead on a pooled connection of its own, returned at once: a plan
+        # holding its own connection while its graph statement waits for one stalls when
+        # more recalls run than the pool has connections (tests/integration/test_launch.py).
         with watch.stage("hydrate_ahead"):
-            cut, rows = yield from hydrate_plan(opts.bank, fuse(arms), vector, known)
+            cut, rows = yield from _one_offs(hydrate_plan(opts.bank, fuse(arms), vector, known))
         # Ranked ahead too, details read and all, while the graph statement still runs: its
         # rows usually change nothing (none for 42 of the 50 bench queries at 100k), and then
         # this is the ranking, off the path (boosts, token cut, the details statement and the
@@ -145,7 +148,9 @@ def recall_plan(ctx: RecallContext, query: str, opts: RecallOptions) -> Plan[Rec
         if cut and (ctx.reranker.is_passthrough or ctx.reranker.is_learned):
             own = Stopwatch()
             with watch.stage("rank_ahead"):
-                ranking = yield from _rank(ctx, text, opts, cut, rows, n, now, window, own, details_read)
+                ranking = yield from _one_offs(
+                    _rank(ctx, text, opts, cut, rows, n, now, window, own, details_read)
+                )
             ranked_ahead.append((cut, rows, ranking, own))
         return rows
 
@@ -433,6 +438,32 @@ def _rank(
     ]
     ranked = [rows[s.id] for s in scored]
     return memories, ranked, [(c.id, s) for c, s in zip(cut, normalised, strict=True)]
+
+
+R = TypeVar("R")
+
+
+def _one_offs(plan: Plan[R]) -> Plan[R]:
+    """``plan`` with each statement run on a pooled connection of its own, outside the plan's
+    transaction (a :class:`Concurrently` of one, run in the plan's thread), its error raised
+    in ``plan`` as the plan's own statements' are. A recall only reads, and its arms' rows
+    come from such statements already; a recall whose statements all run so never opens a
+    transaction (no BEGIN, no COMMIT)."""
+    value: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            op = plan.throw(error) if error is not None else plan.send(value)
+        except StopIteration as stop:
+            result: R = stop.value
+            return result
+        error = None
+        if isinstance(op, Query):
+            (value,) = yield Concurrently((op,))
+            if isinstance(value, BaseException):
+                error, value = value, None
+        else:
+            value = yield op
 
 
 _Ranking: TypeAlias = tuple[list[RecalledMemory], list[MemoryRow], list[tuple[str, float]]]

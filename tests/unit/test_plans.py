@@ -138,16 +138,24 @@ def test_recall_plan_fuses_the_recorded_arms_and_traces_every_stage() -> None:
     assert ops.index(keyword) < embedding
     assert [q.row_type for q in keyword.queries] == [ScoredRow]
     assert "u.search_vector @@ kq.q" in statement_text(keyword.queries[0])
-    (first,) = (op for op in ops if isinstance(op, Concurrently))
+    first, *ahead = (op for op in ops if isinstance(op, Concurrently))
     assert len(first.queries) == 1  # the semantic statement; no window: no temporal statement
     assert "<=>" in statement_text(first.queries[0])
     first_collect, graph_collect = (op for op in ops if isinstance(op, Collect))
     assert embedding < ops.index(first) < ops.index(first_collect) < ops.index(graph)
     assert len(graph.queries) == 1 and graph.queries == tuple(_graph_queries(ops))
+    # while the graph statement runs: the details of the first round's ranking (A, B), each
+    # statement on a connection of its own
+    assert [
+        (op.queries[0].row_type, sorted(op.queries[0].params["ids"]))  # type: ignore[index]
+        for op in ahead
+        if ops.index(op) < ops.index(graph_collect)
+    ] == [(MemoryDetails, [A, B])]
+    assert all(ops.index(graph) < ops.index(op) for op in ahead)
     hydrations = [
-        (i, sorted(op.params["ids"]))  # type: ignore[index]
-        for i, op in enumerate(ops)
-        if isinstance(op, Query) and op.row_type is MemoryRow
+        (i, sorted(q.params["ids"]))  # type: ignore[index]
+        for i, q in _statements(ops)
+        if q.row_type is MemoryRow and "u.id = ANY" in statement_text(q)
     ]
     assert hydrations == [(ops.index(graph_collect) + 1, [C])]
     trace = result.trace
@@ -184,9 +192,9 @@ def test_the_first_rounds_candidates_are_hydrated_while_the_graph_statement_runs
     launch = next(i for i, op in enumerate(ops) if isinstance(op, Launch) and graph in op.queries)
     collect = next(i for i, op in enumerate(ops) if isinstance(op, Collect) and i > launch)
     hydrations = [
-        (i, sorted(op.params["ids"]))  # type: ignore[index]
-        for i, op in enumerate(ops)
-        if isinstance(op, Query) and op.row_type is MemoryRow
+        (i, sorted(q.params["ids"]))  # type: ignore[index]
+        for i, q in _statements(ops)
+        if q.row_type is MemoryRow and "u.id = ANY" in statement_text(q)
     ]
     assert hydrations == [(launch + 1, [B]), (collect + 1, [C])]
     assert [m.id for m in result.memories] == [B, A, C]
@@ -231,9 +239,11 @@ def test_the_ranking_ahead_is_the_ranking_when_the_graph_adds_no_hit(reranker: s
     (graph,) = _graph_queries(ops)
     launch = next(i for i, op in enumerate(ops) if isinstance(op, Launch) and graph in op.queries)
     collect = next(i for i, op in enumerate(ops) if isinstance(op, Collect) and i > launch)
-    details = [i for i, op in enumerate(ops) if isinstance(op, Query) and op.row_type is MemoryDetails]
+    details = [i for i, q in _statements(ops) if q.row_type is MemoryDetails]
     assert len(details) == 1 and launch < details[0] < collect
     assert not [op for op in ops[collect + 1 :] if isinstance(op, (Query, Launch, Concurrently))]
+    # every statement on a pooled connection of its own: the plan never opened its own
+    assert not [op for op in ops if isinstance(op, Query)]
     assert [m.id for m in result.memories] == [B, A]
     assert result.trace is not None
     assert {"rank_ahead", "rerank", "boosts", "token_budget", "details"} <= set(result.trace.timings_ms)
@@ -245,7 +255,7 @@ def test_the_ranking_ahead_is_the_ranking_when_the_graph_adds_no_hit(reranker: s
     assert [m.id for m in with_hit.memories] == [B, A, C]
     # after the graph's collection: C hydrated, then the details of C alone
     collect = max(i for i, op in enumerate(ops) if isinstance(op, Collect))
-    after = [(op.row_type, op.params["ids"]) for op in ops[collect + 1 :] if isinstance(op, Query)]  # type: ignore[index]
+    after = [(q.row_type, q.params["ids"]) for i, q in _statements(ops) if i > collect]  # type: ignore[index]
     assert [(t, [str(i) for i in ids]) for t, ids in after if t in (MemoryRow, MemoryDetails)] == [
         (MemoryRow, [C]),
         (MemoryDetails, [C]),
@@ -266,6 +276,18 @@ def test_graph_timeout_falls_back_to_links_and_says_so() -> None:
     assert [i for i, _ in result.trace.arms["graph"]] == [C]
     assert any("graph arm timed out" in n for n in result.trace.notes)
     assert "graph_fallback" in result.trace.timings_ms
+
+
+def _statements(ops: list[Any]) -> list[tuple[int, Query]]:
+    """Every statement the plan ran by itself, with its operation's index: on the plan's own
+    connection (a Query) or on one of its own (a Concurrently of one: what a recall reads while
+    its graph statement runs)."""
+    return [
+        (i, q)
+        for i, op in enumerate(ops)
+        for q in ((op,) if isinstance(op, Query) else op.queries if isinstance(op, Concurrently) else ())
+        if isinstance(op, Query) or len(op.queries) == 1
+    ]
 
 
 def _graph_queries(ops: list[Any]) -> list[Query]:
@@ -451,7 +473,7 @@ def test_learned_reranker_gives_calibrated_scores_and_is_named_in_the_trace() ->
 
 
 def _neighbour_lookups(ops: list[Any]) -> list[Query]:
-    return [op for op in ops if isinstance(op, Query) and "s.id::text AS seed" in statement_text(op)]
+    return [q for _, q in _statements(ops) if "s.id::text AS seed" in statement_text(q)]
 
 
 def test_the_learned_reranker_looks_up_the_document_neighbours_of_its_first_stage_seeds() -> None:
@@ -557,11 +579,11 @@ def test_details_are_read_for_the_returned_memories_only() -> None:
             recall_plan(_context(), "Where does Bob live?", RecallOptions(max_tokens=6, trace=True)),
             _answer(arms),
         )  # type: ignore[arg-type]
-        hydrations = [op for op in ops if isinstance(op, Query) and "u.id = ANY" in statement_text(op)]
+        hydrations = [q for _, q in _statements(ops) if "u.id = ANY" in statement_text(q)]
         # details the memory the cut kept, read once: with the ranking ahead of the graph's rows
         # (while its statement runs), whose cut kept B too; then hydration reads the graph's C
         # only (the semantic statement read A and B whole)
-        assert [(op.row_type, sorted(op.params["ids"])) for op in hydrations] == [  # type: ignore[index]
+        assert [(q.row_type, sorted(q.params["ids"])) for q in hydrations] == [  # type: ignore[index]
             (MemoryDetails, [B]),
             (MemoryRow, [C]),
         ]
