@@ -143,9 +143,11 @@ def recall_plan(ctx: RecallContext, query: str, opts: RecallOptions) -> Plan[Rec
         # rows usually change nothing (none for 42 of the 50 bench queries at 100k), and then
         # this is the ranking, off the path (boosts, token cut, the details statement and the
         # returned memories: ~9 ms of the path at load 2, 2026-12-02). With graph hits the
-        # ranking runs again; of the details, only those of memories not read here. Not with a
-        # cross-encoder: its scoring is the expensive part, and would be wasted then.
-        if cut and (ctx.reranker.is_passthrough or ctx.reranker.is_learned):
+        # ranking runs again; of the details, only those of memories not read here. Under
+        # passthrough only: a model's scoring would be wasted then (the learned reranker's
+        # with its neighbours statement: at 100k its total with the embedding moved +1.5 ms
+        # paired, load ~6, i.e. nothing gained), and costs more than the graph statement.
+        if cut and ctx.reranker.is_passthrough:
             own = Stopwatch()
             with watch.stage("rank_ahead"):
                 ranking = yield from _one_offs(

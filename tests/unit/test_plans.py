@@ -226,7 +226,20 @@ def test_fusion_ahead_is_reused_when_the_graph_adds_no_hit(
     assert [m.id for m in result.memories] == [B, A, *(r["id"] for r in graph_rows)]
 
 
-@pytest.mark.parametrize("reranker", ["none", "learned"])
+def test_a_model_reranker_does_not_rank_ahead() -> None:
+    """The learned reranker's scoring (and its neighbours statement) would be wasted whenever
+    the graph adds a hit: nothing is ranked or read for details before the graph's rows."""
+    arms = {"semantic": [{"id": A, "score": 0.9}], "keyword": [{"id": B, "score": 3.0}], "graph": []}
+    result, ops = run_recorded(
+        recall_plan(_context("learned"), "Where does Bob live?", RecallOptions(trace=True)), _answer(arms)
+    )  # type: ignore[arg-type]
+    collect = max(i for i, op in enumerate(ops) if isinstance(op, Collect))
+    assert [i for i, q in _statements(ops) if q.row_type is MemoryDetails and i < collect] == []
+    assert result.trace is not None and "rank_ahead" not in result.trace.timings_ms
+    assert [m.id for m in result.memories] == [B, A]
+
+
+@pytest.mark.parametrize("reranker", ["none"])
 def test_the_ranking_ahead_is_the_ranking_when_the_graph_adds_no_hit(reranker: str) -> None:
     """The first round's candidates are ranked, and their details read, while the graph
     statement runs; when it adds no hit that ranking is returned: no statement after the
