@@ -24,6 +24,7 @@ from types import MappingProxyType
 from typing import Any
 
 from shared_core.config import DEFAULT_RRF_K
+from shared_core.slots import builder
 from shared_core.types import ARM_NAMES, ArmName
 
 __all__ = ["ArmHit", "FusedCandidate", "reciprocal_rank_fusion"]
@@ -130,12 +131,10 @@ def reciprocal_rank_fusion(
     if limit is not None:
         order = order[:limit]
     return [
-        FusedCandidate(
-            id=d,
-            rrf=rrf,
-            ranks=MappingProxyType(ranks),
-            arm_scores=MappingProxyType(scores),
-            temporal_proximity=proximity.get(d),
-        )
+        _fused(d, rrf, MappingProxyType(ranks), MappingProxyType(scores), proximity.get(d))
         for d, (rrf, _, ranks, scores) in order
     ]
+
+
+# Built without calling the frozen class (shared_core.slots): ~300 per recall at 100k.
+_fused = builder(FusedCandidate, ("id", "rrf", "ranks", "arm_scores", "temporal_proximity"))

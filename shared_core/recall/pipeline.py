@@ -11,7 +11,7 @@ import dataclasses
 import datetime as _dt
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -40,7 +40,8 @@ from shared_core.recall.query import bound_query, check_types
 from shared_core.recall.rerank import Reranker, format_document, passthrough_scores
 from shared_core.recall.settings import RecallSettings
 from shared_core.recall.timing import Stopwatch
-from shared_core.storage.plan import Collect, Compute, Concurrently, Launch, Launched, Plan
+from shared_core.slots import builder
+from shared_core.storage.plan import Collect, Compute, Concurrently, Launch, Launched, Plan, Query
 from shared_core.types import (
     ARM_NAMES,
     ArmName,
@@ -125,11 +126,34 @@ def recall_plan(ctx: RecallContext, query: str, opts: RecallOptions) -> Plan[Rec
         fused.append((present, cut))
         return cut
 
+    # The ranking of the candidates fused ahead (below), kept with the stopwatch that timed it.
+    ranked_ahead: list[tuple[list[FusedCandidate], Mapping[str, MemoryRow], _Ranking, Stopwatch]] = []
+    # Details read so far, by id: a ranking after the graph's rows reads only the ones missing.
+    details_read: dict[str, MemoryDetails] = {}
+
     def ahead(
         arms: Mapping[ArmName, Sequence[ArmHit]], known: Mapping[str, MemoryRow]
     ) -> Plan[dict[str, MemoryRow]]:
+        # Every statement ahead on a pooled connection of its own, returned at once: a plan
+        # holding its own connection while its graph statement waits for one stalls when
+        # more recalls run than the pool has connections (tests/integration/test_launch.py).
         with watch.stage("hydrate_ahead"):
-            _, rows = yield from hydrate_plan(opts.bank, fuse(arms), vector, known)
+            cut, rows = yield from _one_offs(hydrate_plan(opts.bank, fuse(arms), vector, known))
+        # Ranked ahead too, details read and all, while the graph statement still runs: its
+        # rows usually change nothing (none for 42 of the 50 bench queries at 100k), and then
+        # this is the ranking, off the path (boosts, token cut, the details statement and the
+        # returned memories: ~9 ms of the path at load 2, 2026-12-02). With graph hits the
+        # ranking runs again; of the details, only those of memories not read here. Under
+        # passthrough only: a model's scoring would be wasted then (the learned reranker's
+        # with its neighbours statement: at 100k its total with the embedding moved +1.5 ms
+        # paired, load ~6, i.e. nothing gained), and costs more than the graph statement.
+        if cut and ctx.reranker.is_passthrough:
+            own = Stopwatch()
+            with watch.stage("rank_ahead"):
+                ranking = yield from _one_offs(
+                    _rank(ctx, text, opts, cut, rows, n, now, window, own, details_read)
+                )
+            ranked_ahead.append((cut, rows, ranking, own))
         return rows
 
     arms, known = yield from _search(
@@ -146,7 +170,16 @@ def recall_plan(ctx: RecallContext, query: str, opts: RecallOptions) -> Plan[Rec
     if cut:
         with watch.stage("hydrate"):
             cut, rows = yield from hydrate_plan(opts.bank, cut, vector, known)
-        memories, ranked, rerank_trace = yield from _rank(ctx, text, opts, cut, rows, n, now, window, watch)
+        # The ranking ahead is this one when it ranked the same candidates from the same rows.
+        reused = next((r for r in ranked_ahead if _same_ranking_input(r[0], r[1], cut, rows)), None)
+        if reused is not None:
+            memories, ranked, rerank_trace = reused[2]
+            for stage, ms in reused[3].timings.items():  # timed beside the graph statement
+                watch.record(stage, ms)
+        else:
+            memories, ranked, rerank_trace = yield from _rank(
+                ctx, text, opts, cut, rows, n, now, window, watch, details_read
+            )
     extra_rows: list[MemoryRow] = []
     if opts.k is not None and len(memories) < opts.k:
         with watch.stage("fill"):
@@ -350,9 +383,11 @@ def _rank(
     now: _dt.datetime,
     window: TimeWindow | None,
     watch: Stopwatch,
-) -> Plan[tuple[list[RecalledMemory], list[MemoryRow], list[tuple[str, float]]]]:
+    details_read: dict[str, MemoryDetails],
+) -> Plan[_Ranking]:
     """Rerank, boost and cut the hydrated candidates to ``max_tokens``; also the rows of the
-    ranking before the cut (the first 2N), which chunks are chosen from."""
+    ranking before the cut (the first 2N), which chunks are chosen from. The details of the
+    memories kept are taken from ``details_read`` (by id) or read, and added to it."""
     _, boosts = ctx.settings.profile(ctx.reranker.kind)
     with watch.stage("rerank"):
         # The graph arm's second round (document neighbours of the reranker's first-stage top
@@ -387,7 +422,10 @@ def _rank(
         )
         relevance_by_id = {} if ctx.reranker.is_passthrough else {s.id: s.reranker for s in scored[:kept]}
     with watch.stage("details"):
-        details = yield from details_plan(opts.bank, [s.id for s in scored[:kept]])
+        missing = [s.id for s in scored[:kept] if s.id not in details_read]
+        if missing:
+            details_read.update((yield from details_plan(opts.bank, missing)))
+    details = details_read
     # A memory deleted since hydration (another transaction) has no details: it is gone.
     memories = [
         _memory(
@@ -402,6 +440,49 @@ def _rank(
     ]
     ranked = [rows[s.id] for s in scored]
     return memories, ranked, [(c.id, s) for c, s in zip(cut, normalised, strict=True)]
+
+
+R = TypeVar("R")
+
+
+def _one_offs(plan: Plan[R]) -> Plan[R]:
+    """``plan`` with each statement run on a pooled connection of its own, outside the plan's
+    transaction (a :class:`Concurrently` of one, run in the plan's thread), its error raised
+    in ``plan`` as the plan's own statements' are. A recall only reads, and its arms' rows
+    come from such statements already; a recall whose statements all run so never opens a
+    transaction (no BEGIN, no COMMIT)."""
+    value: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            op = plan.throw(error) if error is not None else plan.send(value)
+        except StopIteration as stop:
+            result: R = stop.value
+            return result
+        error = None
+        if isinstance(op, Query):
+            (value,) = yield Concurrently((op,))
+            if isinstance(value, BaseException):
+                error, value = value, None
+        else:
+            value = yield op
+
+
+_Ranking: TypeAlias = tuple[list[RecalledMemory], list[MemoryRow], list[tuple[str, float]]]
+"""What :func:`_rank` returns: the memories, the rows of the ranking, the reranker's trace."""
+
+
+def _same_ranking_input(
+    cut: Sequence[FusedCandidate],
+    rows: Mapping[str, MemoryRow],
+    other_cut: Sequence[FusedCandidate],
+    other_rows: Mapping[str, MemoryRow],
+) -> bool:
+    """Whether two rankings' inputs are the same candidates (the same objects: fusion reuses
+    its list when the hit lists are the same) in the same order, with the same rows."""
+    return len(cut) == len(other_cut) and all(
+        a is b and rows[a.id] is other_rows[a.id] for a, b in zip(cut, other_cut, strict=True)
+    )
 
 
 def _score(
@@ -499,27 +580,69 @@ def _memory(
     below_threshold: bool = False,
     relevance: float | None = None,
 ) -> RecalledMemory:
-    return RecalledMemory(
-        id=row.id,
-        text=row.text,
-        fact_type=row.fact_type,
-        score=score,
-        context=row.context,
-        occurred_start=row.occurred_start,
-        occurred_end=row.occurred_end,
-        mentioned_at=row.mentioned_at,
-        tags=tuple(details.tags),
-        metadata=details.metadata,
-        document_id=row.document_id,
-        chunk_id=row.chunk_id,
-        piece=details.piece,
-        pieces=details.pieces,
-        entities=tuple(details.entities),
-        scores=scores,
-        similarity=float(row.similarity) if row.similarity is not None else 0.0,
-        below_threshold=below_threshold,
-        relevance=relevance,
+    return _recalled_memory(
+        row.id,
+        row.text,
+        row.fact_type,
+        score,
+        row.context,
+        row.occurred_start,
+        row.occurred_end,
+        row.mentioned_at,
+        tuple(details.tags),
+        details.metadata,
+        row.document_id,
+        row.chunk_id,
+        details.piece,
+        details.pieces,
+        tuple(details.entities),
+        scores,
+        float(row.similarity) if row.similarity is not None else 0.0,
+        below_threshold,
+        relevance,
     )
+
+
+# Built without calling the frozen classes (shared_core.slots): a RecalledMemory per returned
+# memory (~150 a recall at 100k; 6.0 us called, 19 fields, load ~5) and a BoostInput per fused
+# candidate (~300; 2.1 us), on the recall's path.
+_recalled_memory = builder(
+    RecalledMemory,
+    (
+        "id",
+        "text",
+        "fact_type",
+        "score",
+        "context",
+        "occurred_start",
+        "occurred_end",
+        "mentioned_at",
+        "tags",
+        "metadata",
+        "document_id",
+        "chunk_id",
+        "piece",
+        "pieces",
+        "entities",
+        "scores",
+        "similarity",
+        "below_threshold",
+        "relevance",
+    ),
+)
+_boost_input_of = builder(
+    BoostInput,
+    (
+        "id",
+        "occurred_start",
+        "occurred_end",
+        "mentioned_at",
+        "date_grain",
+        "proof_count",
+        "temporal_proximity",
+        "stated_time",
+    ),
+)
 
 
 def _signals(position: int, candidate: FusedCandidate, row: MemoryRow) -> CandidateSignals:
@@ -547,13 +670,13 @@ def _boost_input(candidate: FusedCandidate, row: MemoryRow, window: TimeWindow |
         # hit's (DatedHit.date), without building one per candidate.
         date = effective_date(row.occurred_start, row.occurred_end, row.mentioned_at, row.date_grain)
         proximity = temporal_proximity(date, window)
-    return BoostInput(
-        id=candidate.id,
-        occurred_start=row.occurred_start,
-        occurred_end=row.occurred_end,
-        mentioned_at=row.mentioned_at,
-        date_grain=row.date_grain,
-        proof_count=row.proof_count,
-        temporal_proximity=proximity,
-        stated_time=stated_time_match(row.text, window) if window is not None else None,
+    return _boost_input_of(
+        candidate.id,
+        row.occurred_start,
+        row.occurred_end,
+        row.mentioned_at,
+        row.date_grain,
+        row.proof_count,
+        proximity,
+        stated_time_match(row.text, window) if window is not None else None,
     )

@@ -14,7 +14,7 @@ import pytest
 from shared_core.config import EngineConfig
 from shared_core.models import Models
 from shared_core.recall.arms import ScoredRow
-from shared_core.recall.hydrate import MemoryRow
+from shared_core.recall.hydrate import MemoryDetails, MemoryRow
 from shared_core.recall.learned import LearnedScorer
 from shared_core.recall.options import RecallOptions
 from shared_core.recall.pipeline import ARMS, RecallContext, _analyse, recall_plan
@@ -138,16 +138,24 @@ def test_recall_plan_fuses_the_recorded_arms_and_traces_every_stage() -> None:
     assert ops.index(keyword) < embedding
     assert [q.row_type for q in keyword.queries] == [ScoredRow]
     assert "u.search_vector @@ kq.q" in statement_text(keyword.queries[0])
-    (first,) = (op for op in ops if isinstance(op, Concurrently))
+    first, *ahead = (op for op in ops if isinstance(op, Concurrently))
     assert len(first.queries) == 1  # the semantic statement; no window: no temporal statement
     assert "<=>" in statement_text(first.queries[0])
     first_collect, graph_collect = (op for op in ops if isinstance(op, Collect))
     assert embedding < ops.index(first) < ops.index(first_collect) < ops.index(graph)
     assert len(graph.queries) == 1 and graph.queries == tuple(_graph_queries(ops))
+    # while the graph statement runs: the details of the first round's ranking (A, B), each
+    # statement on a connection of its own
+    assert [
+        (op.queries[0].row_type, sorted(op.queries[0].params["ids"]))  # type: ignore[index]
+        for op in ahead
+        if ops.index(op) < ops.index(graph_collect)
+    ] == [(MemoryDetails, [A, B])]
+    assert all(ops.index(graph) < ops.index(op) for op in ahead)
     hydrations = [
-        (i, sorted(op.params["ids"]))  # type: ignore[index]
-        for i, op in enumerate(ops)
-        if isinstance(op, Query) and op.row_type is MemoryRow
+        (i, sorted(q.params["ids"]))  # type: ignore[index]
+        for i, q in _statements(ops)
+        if q.row_type is MemoryRow and "u.id = ANY" in statement_text(q)
     ]
     assert hydrations == [(ops.index(graph_collect) + 1, [C])]
     trace = result.trace
@@ -184,9 +192,9 @@ def test_the_first_rounds_candidates_are_hydrated_while_the_graph_statement_runs
     launch = next(i for i, op in enumerate(ops) if isinstance(op, Launch) and graph in op.queries)
     collect = next(i for i, op in enumerate(ops) if isinstance(op, Collect) and i > launch)
     hydrations = [
-        (i, sorted(op.params["ids"]))  # type: ignore[index]
-        for i, op in enumerate(ops)
-        if isinstance(op, Query) and op.row_type is MemoryRow
+        (i, sorted(q.params["ids"]))  # type: ignore[index]
+        for i, q in _statements(ops)
+        if q.row_type is MemoryRow and "u.id = ANY" in statement_text(q)
     ]
     assert hydrations == [(launch + 1, [B]), (collect + 1, [C])]
     assert [m.id for m in result.memories] == [B, A, C]
@@ -218,6 +226,55 @@ def test_fusion_ahead_is_reused_when_the_graph_adds_no_hit(
     assert [m.id for m in result.memories] == [B, A, *(r["id"] for r in graph_rows)]
 
 
+def test_a_model_reranker_does_not_rank_ahead() -> None:
+    """The learned reranker's scoring (and its neighbours statement) would be wasted whenever
+    the graph adds a hit: nothing is ranked or read for details before the graph's rows."""
+    arms = {"semantic": [{"id": A, "score": 0.9}], "keyword": [{"id": B, "score": 3.0}], "graph": []}
+    result, ops = run_recorded(
+        recall_plan(_context("learned"), "Where does Bob live?", RecallOptions(trace=True)), _answer(arms)
+    )  # type: ignore[arg-type]
+    collect = max(i for i, op in enumerate(ops) if isinstance(op, Collect))
+    assert [i for i, q in _statements(ops) if q.row_type is MemoryDetails and i < collect] == []
+    assert result.trace is not None and "rank_ahead" not in result.trace.timings_ms
+    assert [m.id for m in result.memories] == [B, A]
+
+
+@pytest.mark.parametrize("reranker", ["none"])
+def test_the_ranking_ahead_is_the_ranking_when_the_graph_adds_no_hit(reranker: str) -> None:
+    """The first round's candidates are ranked, and their details read, while the graph
+    statement runs; when it adds no hit that ranking is returned: no statement after the
+    graph's collection. With a graph hit, it is ranked again and only the new memory's details
+    are read."""
+    arms = {"semantic": [{"id": A, "score": 0.9}], "keyword": [{"id": B, "score": 3.0}], "graph": []}
+    result, ops = run_recorded(
+        recall_plan(_context(reranker), "Where does Bob live?", RecallOptions(trace=True)), _answer(arms)
+    )  # type: ignore[arg-type]
+    (graph,) = _graph_queries(ops)
+    launch = next(i for i, op in enumerate(ops) if isinstance(op, Launch) and graph in op.queries)
+    collect = next(i for i, op in enumerate(ops) if isinstance(op, Collect) and i > launch)
+    details = [i for i, q in _statements(ops) if q.row_type is MemoryDetails]
+    assert len(details) == 1 and launch < details[0] < collect
+    assert not [op for op in ops[collect + 1 :] if isinstance(op, (Query, Launch, Concurrently))]
+    # every statement on a pooled connection of its own: the plan never opened its own
+    assert not [op for op in ops if isinstance(op, Query)]
+    assert [m.id for m in result.memories] == [B, A]
+    assert result.trace is not None
+    assert {"rank_ahead", "rerank", "boosts", "token_budget", "details"} <= set(result.trace.timings_ms)
+    # with the graph's hit C (fused last) the ranking runs again
+    with_hit, ops = run_recorded(
+        recall_plan(_context(reranker), "Where does Bob live?", RecallOptions(trace=True)),
+        _answer({**arms, "graph": [{"id": C, "score": 0.8}]}),
+    )  # type: ignore[arg-type]
+    assert [m.id for m in with_hit.memories] == [B, A, C]
+    # after the graph's collection: C hydrated, then the details of C alone
+    collect = max(i for i, op in enumerate(ops) if isinstance(op, Collect))
+    after = [(q.row_type, q.params["ids"]) for i, q in _statements(ops) if i > collect]  # type: ignore[index]
+    assert [(t, [str(i) for i in ids]) for t, ids in after if t in (MemoryRow, MemoryDetails)] == [
+        (MemoryRow, [C]),
+        (MemoryDetails, [C]),
+    ]
+
+
 def test_graph_timeout_falls_back_to_links_and_says_so() -> None:
     arms = {
         "semantic": [{"id": A, "score": 0.9}],
@@ -232,6 +289,18 @@ def test_graph_timeout_falls_back_to_links_and_says_so() -> None:
     assert [i for i, _ in result.trace.arms["graph"]] == [C]
     assert any("graph arm timed out" in n for n in result.trace.notes)
     assert "graph_fallback" in result.trace.timings_ms
+
+
+def _statements(ops: list[Any]) -> list[tuple[int, Query]]:
+    """Every statement the plan ran by itself, with its operation's index: on the plan's own
+    connection (a Query) or on one of its own (a Concurrently of one: what a recall reads while
+    its graph statement runs)."""
+    return [
+        (i, q)
+        for i, op in enumerate(ops)
+        for q in ((op,) if isinstance(op, Query) else op.queries if isinstance(op, Concurrently) else ())
+        if isinstance(op, Query) or len(op.queries) == 1
+    ]
 
 
 def _graph_queries(ops: list[Any]) -> list[Query]:
@@ -417,7 +486,7 @@ def test_learned_reranker_gives_calibrated_scores_and_is_named_in_the_trace() ->
 
 
 def _neighbour_lookups(ops: list[Any]) -> list[Query]:
-    return [op for op in ops if isinstance(op, Query) and "s.id::text AS seed" in statement_text(op)]
+    return [q for _, q in _statements(ops) if "s.id::text AS seed" in statement_text(q)]
 
 
 def test_the_learned_reranker_looks_up_the_document_neighbours_of_its_first_stage_seeds() -> None:
@@ -523,10 +592,14 @@ def test_details_are_read_for_the_returned_memories_only() -> None:
             recall_plan(_context(), "Where does Bob live?", RecallOptions(max_tokens=6, trace=True)),
             _answer(arms),
         )  # type: ignore[arg-type]
-        hydrations = [op for op in ops if isinstance(op, Query) and "u.id = ANY" in statement_text(op)]
-        # hydration reads the graph's C only (the semantic statement read A and B whole),
-        # details the memory the cut kept
-        assert [sorted(op.params["ids"]) for op in hydrations] == [[C], [B]]  # type: ignore[index]
+        hydrations = [q for _, q in _statements(ops) if "u.id = ANY" in statement_text(q)]
+        # details the memory the cut kept, read once: with the ranking ahead of the graph's rows
+        # (while its statement runs), whose cut kept B too; then hydration reads the graph's C
+        # only (the semantic statement read A and B whole)
+        assert [(q.row_type, sorted(q.params["ids"])) for q in hydrations] == [  # type: ignore[index]
+            (MemoryDetails, [B]),
+            (MemoryRow, [C]),
+        ]
         (bob,) = result.memories
         assert (bob.id, bob.entities, bob.document_id, bob.piece, bob.pieces) == (
             B,

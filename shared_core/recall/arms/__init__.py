@@ -42,6 +42,7 @@ from shared_core.recall.hydrate import MemoryRow
 from shared_core.recall.query import TagsMatch
 from shared_core.recall.settings import RecallSettings
 from shared_core.recall.timing import Stopwatch
+from shared_core.slots import builder
 from shared_core.storage.dimensions import Dimension
 from shared_core.storage.plan import Plan, Query
 from shared_core.types import ArmName, FactType, TimeWindow
@@ -184,4 +185,8 @@ def rows_or_raise(result: Sequence[R] | BaseException) -> Sequence[R]:
 def ranked(rows: Sequence[ScoredRow]) -> list[ArmHit]:
     """Scored rows as hits, best score first (ties by id)."""
     # float(): Postgres may hand a score over as numeric (a Decimal).
-    return sorted((ArmHit(id=row.id, score=float(row.score)) for row in rows), key=lambda h: (-h.score, h.id))
+    return sorted((_hit(row.id, float(row.score), None) for row in rows), key=lambda h: (-h.score, h.id))
+
+
+# Built without calling the frozen class (shared_core.slots): ~1,200 hits per recall at 100k.
+_hit = builder(ArmHit, ("id", "score", "temporal_proximity"))
