@@ -544,3 +544,14 @@ def test_ordinal_part_without_duckling() -> None:
     rules_only = DucklingDateParser(use_duckling=False)
     window = rules_only.parse_query_dates("the first week of summer 2022", R_MON)
     assert window == TimeWindow(start=d(2022, 6, 1), end=eod(2022, 6, 7), grain="week")
+
+
+def test_first_time_is_no_day_of_the_month(parser: DucklingDateParser) -> None:
+    # Our dated sets' "captained the team for the first time" once dated the paragraph to the
+    # first of the month it was stored in, beating the year it states.
+    text = (
+        "After months of negotiation, Emet Morridge moved to FC Almsted in March 2010. "
+        "In 2011 Morridge captained the team for the first time."
+    )
+    window = parser.event_window(text, d(2024, 5, 20, 9))
+    assert window == TimeWindow(start=d(2010, 3, 1), end=eod(2010, 3, 31), grain="month")
