@@ -46,7 +46,8 @@ Design choices (all documented here once; tests in ``tests/unit/test_dates.py``)
   "next month", "the year", "2023", "summer", "Q3 2022"), read past-preferred as on its own.
   Weeks of a period are its 7-day blocks from its first day (days 1-7, 8-14, ...; the last week
   is its last 7 days), not calendar weeks; a weekend is the n-th (or last) Saturday in the period
-  and the Sunday after it. When what follows "of" is no period ("the first day of school", "my
+  and the Sunday after it; a part the period has not got ("the fifth week of February") is the
+  period itself. When what follows "of" is no period ("the first day of school", "my
   last year of college") no date is read there at all (Duckling would say the first of the
   current month, or yesterday for "the last day of the trip"); a bare spelled ordinal before a
   unit word ("on the first day", "the third time") is not a day of the month either.
@@ -1527,7 +1528,7 @@ def _period_part(ordinal: int, count: int, unit: str, period: TimeWindow) -> Tim
             last_day = _floor_day(end - _ONE_DAY)
             start = last_day - _dt.timedelta(days=(last_day.weekday() - 5) % 7 + 7 * (count - 1))
         stop = start + _dt.timedelta(days=7 * (count - 1) + 2)
-        return _span(start, stop, grain) if start < end else None
+        return _span(start, stop, grain) if first <= start < end else None
     if unit in ("month", "year"):
         months = 12 if unit == "year" else 1
         start = _add_months(first, months * (ordinal - 1)) if ordinal else _add_months(end, -months * count)
@@ -1589,19 +1590,17 @@ def _period_part_candidates(
             continue
         period, used = found
         try:
-            window = _period_part(ordinal, count, unit, period)
+            # A part the period has not got ("the fifth week of February") still says the period.
+            window = _period_part(ordinal, count, unit, period) or period
             start = head.start()
             prefix = _OPEN_PREFIX.search(text, max(0, start - 12), start)
-            if window is not None and prefix is not None:
+            if prefix is not None:
                 window, start = _open_ended(prefix["prep"], window, ref, lookback_years), prefix.start()
         except (ValueError, OverflowError):
             continue
-        if window is not None:
-            candidates.append(
-                _Candidate(
-                    start_char=start, end_char=head.end() + used, window=window, priority=_PRIO_ANCHORED
-                )
-            )
+        candidates.append(
+            _Candidate(start_char=start, end_char=head.end() + used, window=window, priority=_PRIO_ANCHORED)
+        )
     return candidates, no_period
 
 

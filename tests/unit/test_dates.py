@@ -478,6 +478,10 @@ PERIOD_PART_CASES: list[tuple[str, dt.datetime, Expected]] = [
     ("the second weekend of the month", R_SAT, (d(2024, 6, 8), eod(2024, 6, 9), "day")),
     ("the last two weeks of August 2023", R_MON, (d(2023, 8, 18), eod(2023, 8, 31), "week")),
     ("the first three days of June 2023", R_MON, (d(2023, 6, 1), eod(2023, 6, 3), "day")),
+    ("the last two weekends of June 2023", R_MON, (d(2023, 6, 17), eod(2023, 6, 25), "day")),
+    # a part the period has not got: the period itself
+    ("the fifth week of February 2023", R_MON, (d(2023, 2, 1), eod(2023, 2, 28), "month")),
+    ("the last six weekends of February 2023", R_MON, (d(2023, 2, 1), eod(2023, 2, 28), "month")),
     ("the first day of Q3 2022", R_MON, (d(2022, 7, 1), eod(2022, 7, 1), "day")),
     ("since the first day of June", R_SAT, (d(2024, 6, 1), R_SAT, "day")),
     (
