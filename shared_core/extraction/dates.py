@@ -41,6 +41,16 @@ Design choices (all documented here once; tests in ``tests/unit/test_dates.py``)
   on that date), and "<weekday> on <date>" naming another weekday ("last Friday on 23 January",
   a Sunday) runs from that weekday to the date: a few days near the date, never years.
 * **Weekends** are Saturday 00:00 to Sunday 23:59:59.999999 (grain ``day``); weeks start Monday.
+* **Part of a period**: "the first / 2nd / last day | week | weekend | month | year of <period>"
+  and "the first / last <n> days | weeks ... of <period>" resolve inside the period ("June",
+  "next month", "the year", "2023", "summer", "Q3 2022"), read past-preferred as on its own.
+  Weeks of a period are its 7-day blocks from its first day (days 1-7, 8-14, ...; the last week
+  is its last 7 days), not calendar weeks; a weekend is the n-th (or last) Saturday in the period
+  and the Sunday after it; a part the period has not got ("the fifth week of February") is the
+  period itself. When what follows "of" is no period ("the first day of school", "my
+  last year of college") no date is read there at all (Duckling would say the first of the
+  current month, or yesterday for "the last day of the trip"); a bare spelled ordinal before a
+  unit word ("on the first day", "the third time") is not a day of the month either.
 * **Text cap**: only the first :data:`DEFAULT_MAX_TEXT_CHARS` characters are read, so a 100 KB
   document costs what a page does; retain splits long texts into units well below this anyway.
   Duckling sees one sentence at a time (:data:`DEFAULT_DUCKLING_CHUNK_CHARS`), and only sentences
@@ -246,7 +256,13 @@ _BARE_CLOCK: Final = re.compile(
     r"|\d{1,2}(?:[.:]\d{2})?(?!\d)\s*)+$",
     re.IGNORECASE,
 )
-_ORDINAL_DAY: Final = re.compile(r"^(?:on\s+)?(?:the\s+)?\d{1,2}(?:st|nd|rd|th)$", re.IGNORECASE)
+_UNITS_ORDINAL: Final = "first|second|third|fourth|fifth|sixth|seventh|eighth|ninth"
+# "the 5th" and "the first" alike: Duckling reads both as a day of the current month.
+_ORDINAL_DAY: Final = re.compile(
+    r"^(?:on\s+)?(?:the\s+)?(?:\d{1,2}(?:st|nd|rd|th)|tenth|eleventh|twelfth|(?:thir|four|fif|six|seven|eigh|nine)teenth"
+    r"|twentieth|thirtieth|(?:(?:twenty|thirty)[\s-]?)?(?:" + _UNITS_ORDINAL + r"))$",
+    re.IGNORECASE,
+)
 _NOT_DAY_AFTER: Final = frozenset(
     {
         "floor",
@@ -282,8 +298,12 @@ _NOT_DAY_AFTER: Final = frozenset(
         "episode",
         "game",
         "day",
+        "days",
         "week",
+        "weeks",
+        "weekend",
         "month",
+        "months",
         "percentile",
         "amendment",
     }
@@ -1434,6 +1454,156 @@ def _anchored_candidates(text: str, ref: _dt.datetime, parser: DucklingDateParse
     return candidates
 
 
+# --- the n-th day / week / weekend / month of a period -----------------------------------------
+
+_MAX_PERIOD_PART_HEADS: Final = 8
+"""Each head costs one more parse of the text after it ("of ..."); a text rarely holds more."""
+_PERIOD_LOOKAHEAD_CHARS: Final = 40
+"""Characters after "of" read for the period ("the summer of 2022", "September 2023")."""
+_SPELLED_ORDINALS: Final[Mapping[str, int]] = {
+    "first": 1,
+    "second": 2,
+    "third": 3,
+    "fourth": 4,
+    "fifth": 5,
+    "sixth": 6,
+    "seventh": 7,
+    "eighth": 8,
+    "ninth": 9,
+    "tenth": 10,
+}
+_PERIOD_PART_HEAD: Final = re.compile(
+    r"\b(?P<the>the\s+)?(?P<ord>last|final|" + "|".join(_SPELLED_ORDINALS) + r"|[1-9]\d?(?:st|nd|rd|th))\s+"
+    r"(?:(?P<n>\d{1,2}|two|three|four|five|six|seven|eight|nine|ten)\s+)?"
+    r"(?P<unit>day|week|weekend|month|year)(?P<plural>s)?\s+of\s+",
+    re.IGNORECASE,
+)
+_UNIT_GRAIN: Final[Mapping[str, DateGrain]] = {
+    "day": "day",
+    "week": "week",
+    "weekend": "week",
+    "month": "month",
+    "year": "year",
+}
+# Periods Duckling does not read on their own: "the year" / "the month" is the reference's own
+# (Duckling's reading of "the first day of the year"), a bare season the latest one begun.
+_CURRENT_PERIOD: Final = re.compile(
+    r"^\s*(?:the|this|the\s+current)\s+(?P<grain>week|month|year)\b(?!\s*,?\s*\d)", re.IGNORECASE
+)
+_BARE_SEASON: Final = re.compile(
+    r"^\s*(?:the\s+)?(?P<season>" + _SEASON_RE + r")\b(?!\s+(?:of\s+)?[12]\d{3}|\s+before\b)", re.IGNORECASE
+)
+
+
+_DETERMINERS: Final = frozenset({"my", "his", "her", "their", "our", "your", "its", "this", "that"})
+
+
+def _after_determiner(text: str, start: int) -> bool:
+    word = _PRECEDING_WORD.search(text[max(0, start - 20) : start])
+    return word is not None and word.group(1).lower() in _DETERMINERS
+
+
+def _ordinal_value(word: str) -> int:
+    """1 for "first" / "1st", ..., 0 for "last" / "final" (counted from the end)."""
+    word = word.lower()
+    if word in ("last", "final"):
+        return 0
+    return _SPELLED_ORDINALS.get(word) or int(word[:-2])
+
+
+def _period_part(ordinal: int, count: int, unit: str, period: TimeWindow) -> TimeWindow | None:
+    """The ``count`` units starting at the ``ordinal``-th (0: the last ones) within ``period``.
+
+    Weeks are the period's 7-day blocks from its first day (the last week is its last 7 days),
+    not calendar weeks: "the first week of June" is 1-7 June whatever weekday June starts on.
+    A weekend is a Saturday in the period and the Sunday after it. None when the part does not
+    fit ("the fifth week of February").
+    """
+    first, end = period.start, period.end + _ONE_US
+    grain: DateGrain = "day" if unit == "weekend" else _UNIT_GRAIN[unit]
+    if unit == "weekend":
+        if ordinal:
+            start = first + _dt.timedelta(days=(5 - first.weekday()) % 7 + 7 * (ordinal - 1))
+        else:
+            last_day = _floor_day(end - _ONE_DAY)
+            start = last_day - _dt.timedelta(days=(last_day.weekday() - 5) % 7 + 7 * (count - 1))
+        stop = start + _dt.timedelta(days=7 * (count - 1) + 2)
+        return _span(start, stop, grain) if first <= start < end else None
+    if unit in ("month", "year"):
+        months = 12 if unit == "year" else 1
+        start = _add_months(first, months * (ordinal - 1)) if ordinal else _add_months(end, -months * count)
+        stop = _add_months(start, months * count)
+    else:
+        days = _dt.timedelta(days=7 if unit == "week" else 1)
+        start = first + days * (ordinal - 1) if ordinal else end - days * count
+        stop = start + days * count
+    if start < first or stop > end:
+        return None
+    return _span(start, stop, grain)
+
+
+def _period_after(rest: str, ref: _dt.datetime, parser: DucklingDateParser) -> tuple[TimeWindow, int] | None:
+    """The period ``rest`` starts with (an optional "the" before it) and the characters it takes."""
+    current = _CURRENT_PERIOD.match(rest)
+    if current is not None:
+        grain = cast(DateGrain, current["grain"].lower())
+        return _grain_window(_floor(ref, grain), grain), current.end()
+    season = _BARE_SEASON.match(rest)
+    if season is not None:
+        return _season(season["season"], _latest_season_started(season["season"], ref)), season.end()
+    mentions = parser._parse(rest, ref, anchored=False)
+    if not mentions or rest[: mentions[0].start_char].strip().lower() not in ("", "the"):
+        return None
+    return mentions[0].window, mentions[0].end_char
+
+
+def _period_part_candidates(
+    text: str, ref: _dt.datetime, parser: DucklingDateParser, lookback_years: int
+) -> tuple[list[_Candidate], list[tuple[int, int]]]:
+    """ "the first day / last week / second weekend / first two weeks of <period>", and the
+    spans of such heads whose "of ..." is no period (no date may be read inside those).
+
+    The period is read by the ordinary parser (without this pass, so it cannot recurse) from
+    the text right after "of" and must be coarser than the part ("the first day of June", not
+    "the first day of school", which is no date at all). Duckling reads some of these itself,
+    but resolves weeks to calendar weeks, "the first weekend of X" to the first of the current
+    month plus X's weekends, and reads "the first day of school" as the first of the current
+    month and "the last day of the trip" as yesterday.
+    """
+    candidates: list[_Candidate] = []
+    no_period: list[tuple[int, int]] = []
+    for head in itertools.islice(_PERIOD_PART_HEAD.finditer(text), _MAX_PERIOD_PART_HEADS):
+        ordinal = _ordinal_value(head["ord"])
+        count = _count(head["n"])[1] if head["n"] else 1
+        if (count > 1 and ordinal > 1) or (count > 1) != bool(head["plural"]):
+            continue  # "the second two weeks of June", "the first days of June": no single reading
+        found = _period_after(text[head.end() : head.end() + _PERIOD_LOOKAHEAD_CHARS], ref, parser)
+        unit = head["unit"].lower()
+        if (
+            found is None
+            or found[0].grain is None
+            or _grain_rank(found[0].grain) <= _grain_rank(_UNIT_GRAIN[unit])
+        ):
+            if ordinal or head["the"] or _after_determiner(text, head.start()):
+                # "the first day of school", "my last year of college"; not "last week of course"
+                no_period.append((head.start(), head.end()))
+            continue
+        period, used = found
+        try:
+            # A part the period has not got ("the fifth week of February") still says the period.
+            window = _period_part(ordinal, count, unit, period) or period
+            start = head.start()
+            prefix = _OPEN_PREFIX.search(text, max(0, start - 12), start)
+            if prefix is not None:
+                window, start = _open_ended(prefix["prep"], window, ref, lookback_years), prefix.start()
+        except (ValueError, OverflowError):
+            continue
+        candidates.append(
+            _Candidate(start_char=start, end_char=head.end() + used, window=window, priority=_PRIO_ANCHORED)
+        )
+    return candidates, no_period
+
+
 _SURROGATES: Final = re.compile(r"[\ud800-\udfff\x00]")
 
 
@@ -1530,6 +1700,12 @@ class DucklingDateParser:
             candidates += _all_duckling_candidates(text, ref, self)
             if anchored:  # anchors are day dates, which only Duckling reads
                 candidates += _anchored_candidates(text, ref, self)
+        if anchored:  # the period may be one only our rules read ("the first week of summer 2022")
+            parts, no_period = _period_part_candidates(text, ref, self, self.open_ended_lookback_years)
+            candidates = [
+                c for c in candidates if not any(s <= c.start_char and c.end_char <= e for s, e in no_period)
+            ]
+            candidates += parts
         candidates += _bare_year_candidates(text, ref, max(self.bare_year_min, self.min_year), max_year)
         mentions = [
             DateMention(

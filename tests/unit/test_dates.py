@@ -439,3 +439,123 @@ def test_anchored_mention_covers_the_whole_expression(parser: DucklingDateParser
     mentions = parser.parse_dates(text, R_SAT)
     assert mentions[0].text == "the weekend before April 10, 2023"
     assert mentions[0].window == TimeWindow(start=d(2023, 4, 8), end=eod(2023, 4, 10), grain="day")
+
+
+# --- "the <ordinal> day / week / weekend / month of <period>" ---------------------------------
+# The named part *within* the period, resolved against it (not against the reference time).
+# Weeks of a period are its 7-day blocks (days 1-7, 8-14, ...; the last week is its last 7 days),
+# a weekend is the n-th Saturday in the period and the Sunday after it.
+PERIOD_PART_CASES: list[tuple[str, dt.datetime, Expected]] = [
+    ("the first day of June", R_MON, (d(2022, 6, 1), eod(2022, 6, 1), "day")),
+    ("the last day of June", R_MON, (d(2022, 6, 30), eod(2022, 6, 30), "day")),
+    ("the 1st day of June", R_MON, (d(2022, 6, 1), eod(2022, 6, 1), "day")),
+    ("the third day of June 2023", R_MON, (d(2023, 6, 3), eod(2023, 6, 3), "day")),
+    ("the first week of June", R_MON, (d(2022, 6, 1), eod(2022, 6, 7), "week")),
+    ("the 2nd week of June", R_MON, (d(2022, 6, 8), eod(2022, 6, 14), "week")),
+    ("the second week of July 2022", R_MON, (d(2022, 7, 8), eod(2022, 7, 14), "week")),
+    ("the last week of March", R_MON, (d(2023, 3, 25), eod(2023, 3, 31), "week")),
+    ("the final week of June", R_MON, (d(2022, 6, 24), eod(2022, 6, 30), "week")),
+    ("the first day of next month", R_MON, (d(2023, 6, 1), eod(2023, 6, 1), "day")),
+    ("the first day of last month", R_MON, (d(2023, 4, 1), eod(2023, 4, 1), "day")),
+    ("the first week of last month", R_MON, (d(2023, 4, 1), eod(2023, 4, 7), "week")),
+    ("the first week of the month", R_MON, (d(2023, 5, 1), eod(2023, 5, 7), "week")),
+    ("the first day of the year", R_MON, (d(2023, 1, 1), eod(2023, 1, 1), "day")),
+    ("the last day of the year", R_MON, (d(2023, 12, 31), eod(2023, 12, 31), "day")),
+    ("the first day of this year", R_MON, (d(2023, 1, 1), eod(2023, 1, 1), "day")),
+    ("the first day of 2023", R_MON, (d(2023, 1, 1), eod(2023, 1, 1), "day")),
+    ("the last day of last year", R_MON, (d(2022, 12, 31), eod(2022, 12, 31), "day")),
+    ("the first month of 2023", R_MON, (d(2023, 1, 1), eod(2023, 1, 31), "month")),
+    ("the last month of 2022", R_MON, (d(2022, 12, 1), eod(2022, 12, 31), "month")),
+    ("the first week of 2023", R_MON, (d(2023, 1, 1), eod(2023, 1, 7), "week")),
+    ("the first day of summer", R_MON, (d(2022, 6, 1), eod(2022, 6, 1), "day")),
+    ("the last day of summer", R_SAT, (d(2024, 8, 31), eod(2024, 8, 31), "day")),
+    ("the first week of last summer", R_MON, (d(2022, 6, 1), eod(2022, 6, 7), "week")),
+    ("the first day of spring 2024", R_MON, (d(2024, 3, 1), eod(2024, 3, 1), "day")),
+    ("the last week of the summer of 2022", R_MON, (d(2022, 8, 25), eod(2022, 8, 31), "week")),
+    ("the first weekend of August 2023", R_MON, (d(2023, 8, 5), eod(2023, 8, 6), "day")),
+    ("the first weekend of October 2023", R_MON, (d(2023, 10, 7), eod(2023, 10, 8), "day")),
+    ("the last weekend of June", R_SAT, (d(2024, 6, 29), eod(2024, 6, 30), "day")),
+    ("the second weekend of the month", R_SAT, (d(2024, 6, 8), eod(2024, 6, 9), "day")),
+    ("the last two weeks of August 2023", R_MON, (d(2023, 8, 18), eod(2023, 8, 31), "week")),
+    ("the first three days of June 2023", R_MON, (d(2023, 6, 1), eod(2023, 6, 3), "day")),
+    ("the last two weekends of June 2023", R_MON, (d(2023, 6, 17), eod(2023, 6, 25), "day")),
+    # a part the period has not got: the period itself
+    ("the fifth week of February 2023", R_MON, (d(2023, 2, 1), eod(2023, 2, 28), "month")),
+    ("the last six weekends of February 2023", R_MON, (d(2023, 2, 1), eod(2023, 2, 28), "month")),
+    ("the first day of Q3 2022", R_MON, (d(2022, 7, 1), eod(2022, 7, 1), "day")),
+    ("since the first day of June", R_SAT, (d(2024, 6, 1), R_SAT, "day")),
+    (
+        "Where did Andrew go during the first weekend of August 2023?",
+        R_MON,
+        (d(2023, 8, 5), eod(2023, 8, 6), "day"),
+    ),
+    (
+        "Which country was Tim visiting in the second week of November?",
+        R_MON,
+        (d(2022, 11, 8), eod(2022, 11, 14), "week"),
+    ),
+    (
+        "Where was Dave in the last two weeks of August 2023?",
+        R_MON,
+        (d(2023, 8, 18), eod(2023, 8, 31), "week"),
+    ),
+    # must NOT become dates: an ordinal day / week of something that is not a period
+    ("my first day at work", R_MON, None),
+    ("day one", R_MON, None),
+    ("on the first day", R_MON, None),
+    ("the first day of school", R_MON, None),
+    ("the first week of school was hard", R_MON, None),
+    ("the last day of the trip", R_MON, None),
+    ("the first weekend of the festival", R_MON, None),
+    ("for the first time", R_MON, None),
+    ("I know this is the third time it's happened", R_MON, None),
+    ("What's the second one's name?", R_MON, None),
+    ("my last year of college", R_MON, None),
+    # must NOT change
+    ("the first of June", R_MON, (d(2022, 6, 1), eod(2022, 6, 1), "day")),
+    ("the first Monday of June", R_MON, (d(2023, 6, 5), eod(2023, 6, 5), "day")),
+    ("the first Monday of next month", R_MON, (d(2023, 6, 5), eod(2023, 6, 5), "day")),
+    ("last week", R_MON, (d(2023, 5, 1), eod(2023, 5, 7), "week")),
+    ("the week of 9 May 2023", R_SAT, (d(2023, 5, 8), eod(2023, 5, 14), "week")),
+    ("the first quarter of 2023", R_MON, (d(2023, 1, 1), eod(2023, 3, 31), "quarter")),
+    ("the day before 9 May 2023", R_SAT, (d(2023, 5, 8), eod(2023, 5, 8), "day")),
+    ("the last day of the month", R_MON, (d(2023, 5, 31), eod(2023, 5, 31), "day")),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "ref", "expected"), PERIOD_PART_CASES, ids=[_case_id(c) for c in PERIOD_PART_CASES]
+)
+def test_ordinal_part_of_a_period(
+    parser: DucklingDateParser, text: str, ref: dt.datetime, expected: Expected
+) -> None:
+    window = parser.parse_query_dates(text, ref)
+    if expected is None:
+        assert window is None, f"{text!r} should not be a date, got {window}"
+        return
+    assert window is not None, f"{text!r} should be a date"
+    assert (window.start, window.end, window.grain) == expected
+
+
+def test_ordinal_part_mention_covers_the_whole_expression(parser: DucklingDateParser) -> None:
+    text = "We left on the last day of June 2022 and came back in May."
+    mentions = parser.parse_dates(text, R_MON)
+    assert mentions[0].text == "the last day of June 2022"
+    assert mentions[0].window == TimeWindow(start=d(2022, 6, 30), end=eod(2022, 6, 30), grain="day")
+
+
+def test_ordinal_part_without_duckling() -> None:
+    rules_only = DucklingDateParser(use_duckling=False)
+    window = rules_only.parse_query_dates("the first week of summer 2022", R_MON)
+    assert window == TimeWindow(start=d(2022, 6, 1), end=eod(2022, 6, 7), grain="week")
+
+
+def test_first_time_is_no_day_of_the_month(parser: DucklingDateParser) -> None:
+    # Our dated sets' "captained the team for the first time" once dated the paragraph to the
+    # first of the month it was stored in, beating the year it states.
+    text = (
+        "After months of negotiation, Emet Morridge moved to FC Almsted in March 2010. "
+        "In 2011 Morridge captained the team for the first time."
+    )
+    window = parser.event_window(text, d(2024, 5, 20, 9))
+    assert window == TimeWindow(start=d(2010, 3, 1), end=eod(2010, 3, 31), grain="month")
