@@ -298,8 +298,9 @@ def _search(
     the query was embedded and are collected with the round, so the ``arms`` stage counts only
     what is left of them by then (the rest overlapped ``query_embedding``). Then the arms that
     seed the second round finish, its statements are launched, and the other first-round arms
-    finish meanwhile (the temporal spread's hops, stage ``temporal_spread``, on the plan's
-    connection); stage ``seeded_arms`` is what is left of the second round after that.
+    finish meanwhile (the temporal spread's hops, stage ``temporal_spread``, each on a pooled
+    connection of its own, not holding the plan's while its launched statements wait for
+    one); stage ``seeded_arms`` is what is left of the second round after that.
 
     ``ahead``, while the second round runs: the candidates the first round's hits fuse into are
     hydrated (stage ``hydrate_ahead``), since those the seeded arms add or push out are few
@@ -326,7 +327,12 @@ def _search(
     # only wait for it).
     launched = (yield Launch(tuple(second.values()))) if second and (meanwhile or ahead) else None
     for name in meanwhile:
-        results[name] = yield from ARMS[name].finish(aq, rows[name], watch)
+        # Each statement (the spread's hops) on a pooled connection of its own, like the work
+        # ahead: on the plan's own connection, held while the launched graph statement waited
+        # for one, more dated recalls than the pool has connections stalled until its timeout
+        # (tests/integration/test_launch.py).
+        finish = ARMS[name].finish(aq, rows[name], watch)
+        results[name] = yield from (_one_offs(finish) if launched is not None else finish)
     early_rows: dict[str, MemoryRow] = {}
     if launched is not None and ahead is not None:
         so_far = {a: result.hits for a, result in results.items() if a in wanted}
