@@ -307,9 +307,15 @@ def _search(
     (the graph returned no row for 42 of the 50 bench queries at 100k); hydration after fusion
     then reads only what is still missing, usually nothing. Its rows join the ones returned.
     """
+    # Every statement of the arms before the graph statement is collected on a pooled
+    # connection of its own (``_one_offs``): the plan's own, once taken, is held to the end,
+    # so one taken here (a filter's estimate, a seeding arm's follow-up) was held while the
+    # launched graph statement waited for one, a stall with more recalls than the pool has
+    # connections (tests/integration/test_launch.py). A Pipeline (a range filter's lookups)
+    # still runs on the plan's connection.
     for name, arm in ARMS.items():
         if name in running and arm.prepare is not None:
-            aq = yield from arm.prepare(aq, watch)
+            aq = yield from _one_offs(arm.prepare(aq, watch))
     first = [name for name, arm in ARMS.items() if name in running and not arm.needs]
     seeded = [name for name, arm in ARMS.items() if name in running and arm.needs]
     rows = yield from _first_round(aq, first, early, watch)
@@ -317,7 +323,7 @@ def _search(
     seeds = frozenset[ArmName]().union(*(ARMS[name].needs for name in seeded))
     for name in first:
         if name in seeds and name in rows:
-            results[name] = yield from ARMS[name].finish(aq, rows[name], watch)
+            results[name] = yield from _one_offs(ARMS[name].finish(aq, rows[name], watch))
     seeded_aq = dataclasses.replace(aq, prior={name: result.hits for name, result in results.items()})
     second = {name: query for name in seeded if (query := ARMS[name].start(seeded_aq)) is not None}
     meanwhile = [name for name in first if name not in seeds and name in rows]
@@ -327,10 +333,9 @@ def _search(
     # only wait for it).
     launched = (yield Launch(tuple(second.values()))) if second and (meanwhile or ahead) else None
     for name in meanwhile:
-        # Each statement (the spread's hops) on a pooled connection of its own, like the work
-        # ahead: on the plan's own connection, held while the launched graph statement waited
-        # for one, more dated recalls than the pool has connections stalled until its timeout
-        # (tests/integration/test_launch.py).
+        # The spread's hops too (on the plan's own connection, more dated recalls than the
+        # pool has connections stalled until its timeout); with nothing launched, nothing
+        # waits for a connection, and the hops keep the plan's.
         finish = ARMS[name].finish(aq, rows[name], watch)
         results[name] = yield from (_one_offs(finish) if launched is not None else finish)
     early_rows: dict[str, MemoryRow] = {}

@@ -235,7 +235,11 @@ def dated_bank(engine: MemoryEngine) -> str:
     ]
     engine.retain(
         [
-            MemoryItem(text=text, occurred_start=dt.datetime(2024, 5, day, 12, tzinfo=dt.UTC))
+            MemoryItem(
+                text=text,
+                occurred_start=dt.datetime(2024, 5, day, 12, tzinfo=dt.UTC),
+                metadata={"user": "alice"},
+            )
             for day, text in days
         ],
         bank=bank,
@@ -307,4 +311,32 @@ async def test_more_concurrent_dated_arecalls_than_pooled_connections_all_finish
 
         answers = await asyncio.gather(*(ask() for _ in range(18)))
         assert (await narrow._pools._async_pool()).get_stats().get("requests_errors", 0) == 0
+    assert answers == [expected] * 18
+
+
+@pytest.mark.parametrize(
+    "question", [_DATED_QUESTION, "Where does Alice do pottery?"], ids=["dated", "undated"]
+)
+def test_more_concurrent_filtered_recalls_than_pooled_connections_all_finish(
+    engine: MemoryEngine, dated_bank: str, question: str
+) -> None:
+    """A filtered recall's statements before its graph statement is collected (the filter's
+    estimate, the seeding arms' follow-ups) hold no pooled connection of the plan's either:
+    six threads on a pool of two all finish with the results one recall alone gives (the
+    estimate took the plan's own connection, held while the graph statement waited for one)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    options: dict[str, Any] = {"bank": dated_bank, "reranker": "none", "filter": {"user": "alice"}}
+    expected = [m.id for m in engine.recall(question, **options).memories]
+    assert expected
+    with MemoryEngine(engine.dsn, config=_NARROW) as narrow:
+
+        def ask(_: int) -> list[str]:
+            result = narrow.recall(question, trace=True, **options)
+            assert result.trace is not None and "seeded_arms" in result.trace.timings_ms
+            return [m.id for m in result.memories]
+
+        with ThreadPoolExecutor(max_workers=6) as pool:
+            answers = list(pool.map(ask, range(18)))
+        assert narrow._pools._sync_pool().get_stats().get("requests_errors", 0) == 0
     assert answers == [expected] * 18
