@@ -41,7 +41,7 @@ from shared_core.recall.rerank import Reranker, format_document, passthrough_sco
 from shared_core.recall.settings import RecallSettings
 from shared_core.recall.timing import Stopwatch
 from shared_core.slots import builder
-from shared_core.storage.plan import Collect, Compute, Concurrently, Launch, Launched, Plan, Query
+from shared_core.storage.plan import Collect, Compute, Concurrently, Launch, Launched, Pipeline, Plan, Query
 from shared_core.types import (
     ARM_NAMES,
     ArmName,
@@ -311,8 +311,7 @@ def _search(
     # connection of its own (``_one_offs``): the plan's own, once taken, is held to the end,
     # so one taken here (a filter's estimate, a seeding arm's follow-up) was held while the
     # launched graph statement waited for one, a stall with more recalls than the pool has
-    # connections (tests/integration/test_launch.py). A Pipeline (a range filter's lookups)
-    # still runs on the plan's connection.
+    # connections (tests/integration/test_launch.py).
     for name, arm in ARMS.items():
         if name in running and arm.prepare is not None:
             aq = yield from _one_offs(arm.prepare(aq, watch))
@@ -475,6 +474,13 @@ def _one_offs(plan: Plan[R]) -> Plan[R]:
             (value,) = yield Concurrently((op,))
             if isinstance(value, BaseException):
                 error, value = value, None
+        elif isinstance(op, Pipeline) and op.wait:
+            # Reads sent together (a range filter's lookups beside its estimate): at once, each
+            # on its own pooled connection, the first error raised as the pipeline's would be.
+            value = yield Concurrently(op.queries)
+            error = next((v for v in value if isinstance(v, BaseException)), None)
+            if error is not None:
+                value = None
         else:
             value = yield op
 

@@ -238,7 +238,7 @@ def dated_bank(engine: MemoryEngine) -> str:
             MemoryItem(
                 text=text,
                 occurred_start=dt.datetime(2024, 5, day, 12, tzinfo=dt.UTC),
-                metadata={"user": "alice"},
+                metadata={"user": "alice", "day": day},
             )
             for day, text in days
         ],
@@ -317,8 +317,13 @@ async def test_more_concurrent_dated_arecalls_than_pooled_connections_all_finish
 @pytest.mark.parametrize(
     "question", [_DATED_QUESTION, "Where does Alice do pottery?"], ids=["dated", "undated"]
 )
+@pytest.mark.parametrize(
+    "where",
+    [{"user": "alice"}, {"day": {"$gte": 1}}],
+    ids=["equality", "range"],  # a range's lookups go beside the estimate, sent together
+)
 def test_more_concurrent_filtered_recalls_than_pooled_connections_all_finish(
-    engine: MemoryEngine, dated_bank: str, question: str
+    engine: MemoryEngine, dated_bank: str, question: str, where: dict[str, Any]
 ) -> None:
     """A filtered recall's statements before its graph statement is collected (the filter's
     estimate, the seeding arms' follow-ups) hold no pooled connection of the plan's either:
@@ -326,7 +331,7 @@ def test_more_concurrent_filtered_recalls_than_pooled_connections_all_finish(
     estimate took the plan's own connection, held while the graph statement waited for one)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    options: dict[str, Any] = {"bank": dated_bank, "reranker": "none", "filter": {"user": "alice"}}
+    options: dict[str, Any] = {"bank": dated_bank, "reranker": "none", "filter": where}
     expected = [m.id for m in engine.recall(question, **options).memories]
     assert expected
     with MemoryEngine(engine.dsn, config=_NARROW) as narrow:
