@@ -41,7 +41,7 @@ from shared_core.recall.rerank import Reranker, format_document, passthrough_sco
 from shared_core.recall.settings import RecallSettings
 from shared_core.recall.timing import Stopwatch
 from shared_core.slots import builder
-from shared_core.storage.plan import Collect, Compute, Concurrently, Launch, Launched, Plan, Query
+from shared_core.storage.plan import Collect, Compute, Concurrently, Launch, Launched, Pipeline, Plan, Query
 from shared_core.types import (
     ARM_NAMES,
     ArmName,
@@ -298,17 +298,23 @@ def _search(
     the query was embedded and are collected with the round, so the ``arms`` stage counts only
     what is left of them by then (the rest overlapped ``query_embedding``). Then the arms that
     seed the second round finish, its statements are launched, and the other first-round arms
-    finish meanwhile (the temporal spread's hops, stage ``temporal_spread``, on the plan's
-    connection); stage ``seeded_arms`` is what is left of the second round after that.
+    finish meanwhile (the temporal spread's hops, stage ``temporal_spread``, each on a pooled
+    connection of its own, not holding the plan's while its launched statements wait for
+    one); stage ``seeded_arms`` is what is left of the second round after that.
 
     ``ahead``, while the second round runs: the candidates the first round's hits fuse into are
     hydrated (stage ``hydrate_ahead``), since those the seeded arms add or push out are few
     (the graph returned no row for 42 of the 50 bench queries at 100k); hydration after fusion
     then reads only what is still missing, usually nothing. Its rows join the ones returned.
     """
+    # Every statement of the arms before the graph statement is collected on a pooled
+    # connection of its own (``_one_offs``): the plan's own, once taken, is held to the end,
+    # so one taken here (a filter's estimate, a seeding arm's follow-up) was held while the
+    # launched graph statement waited for one, a stall with more recalls than the pool has
+    # connections (tests/integration/test_launch.py).
     for name, arm in ARMS.items():
         if name in running and arm.prepare is not None:
-            aq = yield from arm.prepare(aq, watch)
+            aq = yield from _one_offs(arm.prepare(aq, watch))
     first = [name for name, arm in ARMS.items() if name in running and not arm.needs]
     seeded = [name for name, arm in ARMS.items() if name in running and arm.needs]
     rows = yield from _first_round(aq, first, early, watch)
@@ -316,7 +322,7 @@ def _search(
     seeds = frozenset[ArmName]().union(*(ARMS[name].needs for name in seeded))
     for name in first:
         if name in seeds and name in rows:
-            results[name] = yield from ARMS[name].finish(aq, rows[name], watch)
+            results[name] = yield from _one_offs(ARMS[name].finish(aq, rows[name], watch))
     seeded_aq = dataclasses.replace(aq, prior={name: result.hits for name, result in results.items()})
     second = {name: query for name in seeded if (query := ARMS[name].start(seeded_aq)) is not None}
     meanwhile = [name for name in first if name not in seeds and name in rows]
@@ -326,7 +332,11 @@ def _search(
     # only wait for it).
     launched = (yield Launch(tuple(second.values()))) if second and (meanwhile or ahead) else None
     for name in meanwhile:
-        results[name] = yield from ARMS[name].finish(aq, rows[name], watch)
+        # The spread's hops too (on the plan's own connection, more dated recalls than the
+        # pool has connections stalled until its timeout); with nothing launched, nothing
+        # waits for a connection, and the hops keep the plan's.
+        finish = ARMS[name].finish(aq, rows[name], watch)
+        results[name] = yield from (_one_offs(finish) if launched is not None else finish)
     early_rows: dict[str, MemoryRow] = {}
     if launched is not None and ahead is not None:
         so_far = {a: result.hits for a, result in results.items() if a in wanted}
@@ -464,6 +474,13 @@ def _one_offs(plan: Plan[R]) -> Plan[R]:
             (value,) = yield Concurrently((op,))
             if isinstance(value, BaseException):
                 error, value = value, None
+        elif isinstance(op, Pipeline) and op.wait:
+            # Reads sent together (a range filter's lookups beside its estimate): at once, each
+            # on its own pooled connection, the first error raised as the pipeline's would be.
+            value = yield Concurrently(op.queries)
+            error = next((v for v in value if isinstance(v, BaseException)), None)
+            if error is not None:
+                value = None
         else:
             value = yield op
 

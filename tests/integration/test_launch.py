@@ -4,6 +4,7 @@ both runners; and recall's keyword statement, launched before the query is embed
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import time
 import uuid
 from typing import Any
@@ -11,7 +12,8 @@ from typing import Any
 import psycopg
 import pytest
 
-from shared_core import MemoryEngine
+from shared_core import MemoryEngine, MemoryItem, RecallResult
+from shared_core.config import EngineConfig
 from shared_core.errors import DatabaseError, HindsightError
 from shared_core.recall import pipeline
 from shared_core.recall.arms import ScoredRow
@@ -217,3 +219,129 @@ def test_more_concurrent_recalls_than_pooled_connections_all_finish(
         # No request for a connection timed out (a timed-out read is retried once, invisibly).
         assert narrow._pools._sync_pool().get_stats().get("requests_errors", 0) == 0
     assert answers == [alone] * 18
+
+
+@pytest.fixture(scope="module")
+def dated_bank(engine: MemoryEngine) -> str:
+    """Memories dated days apart in May 2024, so retain links them temporally (each to its
+    nearest dated ones) and a question naming May spreads from its entry points."""
+    bank = f"launch-dated-{uuid.uuid4().hex[:10]}"
+    days = [
+        (3, "Alice started a pottery class in Zurich."),
+        (5, "Alice fired her first bowl at the pottery studio."),
+        (8, "Bob beat Alice at chess on Sunday."),
+        (12, "Alice glazed three cups at the pottery studio."),
+        (20, "Carol visited Alice in Zurich for the weekend."),
+    ]
+    engine.retain(
+        [
+            MemoryItem(
+                text=text,
+                occurred_start=dt.datetime(2024, 5, day, 12, tzinfo=dt.UTC),
+                metadata={"user": "alice", "day": day},
+            )
+            for day, text in days
+        ],
+        bank=bank,
+        progress=False,
+    )
+    return bank
+
+
+_DATED_QUESTION = "What did Alice do at the pottery studio in May 2024?"
+
+
+def _dated_alone(engine: MemoryEngine, bank: str) -> list[str]:
+    """The ids one dated recall alone gives, checking it is the recall meant: one that spreads
+    along temporal links while the graph statement is out."""
+    alone = engine.recall(_DATED_QUESTION, bank=bank, reranker="none", trace=True)
+    assert alone.trace is not None and alone.trace.arms["temporal"]
+    assert {"temporal_spread", "seeded_arms"} <= set(alone.trace.timings_ms)
+    return [m.id for m in alone.memories]
+
+
+def _spread_ids(result: RecallResult) -> list[str]:
+    assert result.trace is not None
+    assert {"temporal_spread", "seeded_arms"} <= set(result.trace.timings_ms)
+    return [m.id for m in result.memories]
+
+
+# A short wait for a pooled connection, so that a stall fails in seconds: the recalls'
+# statements take milliseconds, so a recall waiting its turn between them never nears it.
+_NARROW = EngineConfig(pool_max_size=2, connect_timeout=5.0)
+
+
+def test_more_concurrent_dated_recalls_than_pooled_connections_all_finish(
+    engine: MemoryEngine, dated_bank: str
+) -> None:
+    """A dated recall's temporal spread (its hop statements, run while the graph statement is
+    out) holds no pooled connection of its own meanwhile: six threads on a pool of two all
+    finish with the results one recall alone gives, no request for a connection timing out
+    (the hops ran on the plan's own connection, held while the graph statement waited for one
+    of the two: a stall until the pool's timeout)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    expected = _dated_alone(engine, dated_bank)
+    with MemoryEngine(engine.dsn, config=_NARROW) as narrow:
+
+        def ask(_: int) -> list[str]:
+            return _spread_ids(narrow.recall(_DATED_QUESTION, bank=dated_bank, reranker="none", trace=True))
+
+        with ThreadPoolExecutor(max_workers=6) as pool:
+            answers = list(pool.map(ask, range(18)))
+        # No request for a connection timed out (a timed-out read is retried once, invisibly).
+        assert narrow._pools._sync_pool().get_stats().get("requests_errors", 0) == 0
+    assert answers == [expected] * 18
+
+
+async def test_more_concurrent_dated_arecalls_than_pooled_connections_all_finish(
+    engine: MemoryEngine, dated_bank: str
+) -> None:
+    """The same through the async runner: six recalls at a time on one loop, a pool of two."""
+    import asyncio
+
+    expected = _dated_alone(engine, dated_bank)
+    async with MemoryEngine(engine.dsn, config=_NARROW) as narrow:
+        turns = asyncio.Semaphore(6)
+
+        async def ask() -> list[str]:
+            async with turns:
+                result = await narrow.arecall(_DATED_QUESTION, bank=dated_bank, reranker="none", trace=True)
+            return _spread_ids(result)
+
+        answers = await asyncio.gather(*(ask() for _ in range(18)))
+        assert (await narrow._pools._async_pool()).get_stats().get("requests_errors", 0) == 0
+    assert answers == [expected] * 18
+
+
+@pytest.mark.parametrize(
+    "question", [_DATED_QUESTION, "Where does Alice do pottery?"], ids=["dated", "undated"]
+)
+@pytest.mark.parametrize(
+    "where",
+    [{"user": "alice"}, {"day": {"$gte": 1}}],
+    ids=["equality", "range"],  # a range's lookups go beside the estimate, sent together
+)
+def test_more_concurrent_filtered_recalls_than_pooled_connections_all_finish(
+    engine: MemoryEngine, dated_bank: str, question: str, where: dict[str, Any]
+) -> None:
+    """A filtered recall's statements before its graph statement is collected (the filter's
+    estimate, the seeding arms' follow-ups) hold no pooled connection of the plan's either:
+    six threads on a pool of two all finish with the results one recall alone gives (the
+    estimate took the plan's own connection, held while the graph statement waited for one)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    options: dict[str, Any] = {"bank": dated_bank, "reranker": "none", "filter": where}
+    expected = [m.id for m in engine.recall(question, **options).memories]
+    assert expected
+    with MemoryEngine(engine.dsn, config=_NARROW) as narrow:
+
+        def ask(_: int) -> list[str]:
+            result = narrow.recall(question, trace=True, **options)
+            assert result.trace is not None and "seeded_arms" in result.trace.timings_ms
+            return [m.id for m in result.memories]
+
+        with ThreadPoolExecutor(max_workers=6) as pool:
+            answers = list(pool.map(ask, range(18)))
+        assert narrow._pools._sync_pool().get_stats().get("requests_errors", 0) == 0
+    assert answers == [expected] * 18

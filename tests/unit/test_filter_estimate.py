@@ -12,7 +12,7 @@ import pytest
 from shared_core.recall.arms.semantic import EXACT_SKIP_ESTIMATE
 from shared_core.recall.options import RecallOptions
 from shared_core.recall.pipeline import recall_plan
-from shared_core.storage.plan import Concurrently, Operation, Query
+from shared_core.storage.plan import Concurrently, Launch, Operation, Pipeline, Query
 from tests.fakes import run_recorded, statement_text
 from tests.unit.test_plans import A, B, _answer, _context
 
@@ -38,9 +38,33 @@ def _estimating(estimate: float) -> Callable[[Query], Any]:
     return answer
 
 
+def _queries(op: Operation) -> tuple[Query, ...]:
+    """The statements ``op`` runs, wherever it runs them."""
+    if isinstance(op, Query):
+        return (op,)
+    return op.queries if isinstance(op, Concurrently | Launch | Pipeline) else ()
+
+
+def _estimate_ops(ops: list[Operation]) -> list[int]:
+    """Where the planner's estimate runs: a Concurrently of one, on a pooled connection of its
+    own, never the plan's (held to the plan's end, it would be held while the graph statement
+    waits for a pooled one: a stall with more recalls than the pool has connections)."""
+    assert not any(isinstance(op, Query) and _explains(op) for op in ops)
+    return [i for i, op in enumerate(ops) if any(_explains(q) for q in _queries(op))]
+
+
+def _first_round(ops: list[Operation]) -> int:
+    return next(
+        i
+        for i, op in enumerate(ops)
+        if isinstance(op, Concurrently) and not any(_explains(q) for q in op.queries)
+    )
+
+
 def _semantic(ops: list[Operation]) -> str:
     """The semantic arm's statement, from the first round of arms."""
-    first = next(op for op in ops if isinstance(op, Concurrently))
+    first = ops[_first_round(ops)]
+    assert isinstance(first, Concurrently)
     return next(text for q in first.queries if "<=>" in (text := statement_text(q)))
 
 
@@ -52,11 +76,11 @@ def test_a_filter_expected_to_match_many_memories_goes_straight_to_the_hnsw_scan
         recall_plan(_context(), "Where does Bob live?", RecallOptions(trace=True, **options)),
         _estimating(EXACT_SKIP_ESTIMATE + 1),
     )
-    estimates = [i for i, op in enumerate(ops) if isinstance(op, Query) and _explains(op)]
-    first_round = next(i for i, op in enumerate(ops) if isinstance(op, Concurrently))
-    # One estimate, on the plan's own connection, before any arm starts.
-    assert len(estimates) == 1 and estimates[0] < first_round
-    explained = statement_text(ops[estimates[0]])  # type: ignore[arg-type]
+    estimates = _estimate_ops(ops)
+    # One estimate, on a pooled connection of its own, before any arm starts.
+    assert len(estimates) == 1 and estimates[0] < _first_round(ops)
+    (estimate,) = _queries(ops[estimates[0]])
+    explained = statement_text(estimate)
     assert "SELECT 1 FROM memory_units u" in explained and "ANALYZE" not in explained
     semantic = _semantic(ops)
     # The HNSW scan with the filter, without the capped exact read before it.
@@ -84,7 +108,7 @@ def test_an_unfiltered_recall_asks_for_no_estimate() -> None:
     result, ops = run_recorded(
         recall_plan(_context(), "Where does Bob live?", RecallOptions(trace=True)), _estimating(10**9)
     )
-    assert not any(isinstance(op, Query) and _explains(op) for op in ops)
+    assert not _estimate_ops(ops)
     assert "few" not in _semantic(ops)
     assert result.trace is not None and "filter_estimate" not in result.trace.timings_ms
 
@@ -94,7 +118,7 @@ def test_the_keyword_arm_alone_asks_for_no_estimate() -> None:
         recall_plan(_context(), "Where does Bob live?", RecallOptions(tags=["travel"], arms=["keyword"])),
         _estimating(10**9),
     )
-    assert not any(isinstance(op, Query) and _explains(op) for op in ops)
+    assert not _estimate_ops(ops)
 
 
 def test_the_estimate_reads_every_test_as_the_planner_estimates_it() -> None:
@@ -105,7 +129,7 @@ def test_the_estimate_reads_every_test_as_the_planner_estimates_it() -> None:
         recall_plan(_context(), "Where does Bob live?", RecallOptions(filter={"team": {"$ne": "er"}})),
         _estimating(10.0),
     )
-    explained = next(statement_text(op) for op in ops if isinstance(op, Query) and _explains(op))
+    explained = next(statement_text(q) for op in ops for q in _queries(op) if _explains(q))
     assert explained.count("@?") == 2 and "jsonb_path_exists" not in explained
     semantic = _semantic(ops)
     assert "jsonb_path_exists" in semantic and semantic.count("@?") == 2  # NOT @? (the values)

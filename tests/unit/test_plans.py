@@ -408,8 +408,10 @@ def test_temporal_arm_runs_with_a_window_and_spreads_along_links() -> None:
 
 def test_the_graph_statement_runs_while_the_temporal_arm_spreads() -> None:
     """The graph arm needs the semantic and keyword hits only: its statement goes out once they
-    are in, before the temporal arm's hops (on the plan's connection), and is collected after
-    them; the results are those of the rounds run one after the other."""
+    are in, before the temporal arm's hops, and is collected after them; the results are those
+    of the rounds run one after the other. The hops run meanwhile each on a pooled connection
+    of its own (a Concurrently of one), never on the plan's, which would be held while the
+    graph statement waits for a pooled one."""
     window = TimeWindow(start=dt.datetime(2024, 5, 1), end=dt.datetime(2024, 5, 31))
     entry, hop = _dated_entry_and_hop()
     arms = {
@@ -426,10 +428,16 @@ def test_the_graph_statement_runs_while_the_temporal_arm_spreads() -> None:
     (graph,) = _graph_queries(ops)
     launch = next(i for i, op in enumerate(ops) if isinstance(op, Launch) and graph in op.queries)
     hops = [
-        i for i, op in enumerate(ops) if isinstance(op, Query) and "unnest(%(frontier)" in statement_text(op)
+        i
+        for i, op in enumerate(ops)
+        if isinstance(op, Concurrently)
+        and len(op.queries) == 1
+        and "unnest(%(frontier)" in statement_text(op.queries[0])
     ]
     collect = next(i for i, op in enumerate(ops) if isinstance(op, Collect) and i > launch)
     assert hops and launch < hops[0] and hops[-1] < collect
+    # Nothing on the plan's own connection before the graph statement is collected.
+    assert not any(isinstance(op, Query) for op in ops[:collect])
     assert result.trace is not None
     assert [i for i, _ in result.trace.arms["graph"]] == [C]
     assert list(dict(result.trace.arms["temporal"])) == [A, B]

@@ -17,8 +17,9 @@ An arm whose first statement needs no vector (keyword search) says so (``vector_
 pipeline :class:`~shared_core.storage.plan.Launch`-es it before the query is embedded and
 collects it with the first round.
 
-An arm may also ``prepare`` the query before any round: a sub-plan on the plan's own connection
-that returns the query refined (the semantic arm asks the planner how many memories a filter
+An arm may also ``prepare`` the query before any round: a sub-plan (its statements each on a
+pooled connection of its own, as every arm statement before the graph's is collected) that
+returns the query refined (the semantic arm asks the planner how many memories a filter
 matches, to pick its statement before it starts).
 
 Every arm reads the same typed :class:`ArmQuery`; arms whose rows are ``(id, score)`` read them

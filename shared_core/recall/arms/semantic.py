@@ -111,7 +111,7 @@ WHERE similarity >= %(semantic_min)s""")
 
 # Before the arms start, a filtered recall asks the planner how many memories the filter lets
 # through (EXPLAIN without ANALYZE: planning only, no row read, ~0.3 ms and one round trip on
-# the plan's own connection). Above EXACT_SKIP_ESTIMATE the arm runs the HNSW scan at once:
+# a pooled connection of its own). Above EXACT_SKIP_ESTIMATE the arm runs the HNSW scan at once:
 # the capped exact read would reach its cap and give up anyway, after reading EXACT_MAX_ROWS
 # + 1 rows. Issue 13's case: tags=['travel'] in the default `any` mode lets the 39,699
 # untagged or travel-tagged memories of the 100k bench bank through; the capped read made
@@ -230,8 +230,8 @@ def skips_exact(q: ArmQuery) -> bool:
 def _prepare(q: ArmQuery, watch: Stopwatch) -> Plan[ArmQuery]:
     """``q`` with the planner's estimate of the memories its filter matches (unfiltered: ``q``),
     and its filter in the arms' form (``with_range_values``): ranges tested as "equals one
-    of the values passing them" (``range_value_queries``, one lookup per range, sent in the
-    estimate's round trip), which the GIN index serves, and tests it cannot serve kept out of
+    of the values passing them" (``range_value_queries``, one lookup per range, sent beside the
+    estimate, at once), which the GIN index serves, and tests it cannot serve kept out of
     its scans. Every arm started after this reads that filter (the keyword statement, launched
     before, the original: the same memories either way). The estimate reads the original
     filter, as before (the planner estimates ``@?`` tests from its statistics' sample)."""
