@@ -181,6 +181,16 @@ def parser() -> DucklingDateParser:
     return DucklingDateParser()
 
 
+def _assert_query_window(parser: DucklingDateParser, text: str, ref: dt.datetime, expected: Expected) -> None:
+    """``text``'s query window against ``ref`` is ``expected`` (start, end, grain), or none."""
+    window = parser.parse_query_dates(text, ref)
+    if expected is None:
+        assert window is None, f"{text!r} should not be a date, got {window}"
+        return
+    assert window is not None, f"{text!r} should be a date"
+    assert (window.start, window.end, window.grain) == expected
+
+
 def test_table_is_large_enough() -> None:
     assert len(CASES) >= 60
     assert len({_case_id(c) for c in CASES}) == len(CASES)
@@ -190,13 +200,7 @@ def test_table_is_large_enough() -> None:
 def test_parse_query_dates_table(
     parser: DucklingDateParser, text: str, ref: dt.datetime, expected: Expected
 ) -> None:
-    window = parser.parse_query_dates(text, ref)
-    if expected is None:
-        assert window is None, f"{text!r} should not be a date, got {window}"
-        return
-    assert window is not None, f"{text!r} should be a date"
-    start, end, grain = expected
-    assert (window.start, window.end, window.grain) == (start, end, grain)
+    _assert_query_window(parser, text, ref, expected)
 
 
 # --- protocol, API shape ------------------------------------------------------------------------
@@ -426,12 +430,7 @@ ANCHORED_CASES: list[tuple[str, dt.datetime, Expected]] = [
 def test_anchored_to_an_explicit_date(
     parser: DucklingDateParser, text: str, ref: dt.datetime, expected: Expected
 ) -> None:
-    window = parser.parse_query_dates(text, ref)
-    if expected is None:
-        assert window is None, f"{text!r} should not be a date, got {window}"
-        return
-    assert window is not None, f"{text!r} should be a date"
-    assert (window.start, window.end, window.grain) == expected
+    _assert_query_window(parser, text, ref, expected)
 
 
 def test_anchored_mention_covers_the_whole_expression(parser: DucklingDateParser) -> None:
@@ -529,12 +528,7 @@ PERIOD_PART_CASES: list[tuple[str, dt.datetime, Expected]] = [
 def test_ordinal_part_of_a_period(
     parser: DucklingDateParser, text: str, ref: dt.datetime, expected: Expected
 ) -> None:
-    window = parser.parse_query_dates(text, ref)
-    if expected is None:
-        assert window is None, f"{text!r} should not be a date, got {window}"
-        return
-    assert window is not None, f"{text!r} should be a date"
-    assert (window.start, window.end, window.grain) == expected
+    _assert_query_window(parser, text, ref, expected)
 
 
 def test_ordinal_part_mention_covers_the_whole_expression(parser: DucklingDateParser) -> None:
