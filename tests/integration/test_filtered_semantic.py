@@ -22,35 +22,10 @@ from shared_core.recall.arms.semantic import (
     semantic_rows_statement,
     semantic_statement,
 )
-from shared_core.recall.filters import compile_filter
 from shared_core.recall.hydrate import MemoryRow
-from shared_core.recall.settings import RecallSettings
 from shared_core.recall.timing import Stopwatch
 from shared_core.types import FactType
-
-TOPICS = ["hiking in the alps", "a pottery class", "the quarterly budget", "a new puppy", "jazz concerts"]
-
-
-def _query(
-    engine: MemoryEngine,
-    bank: str,
-    spec: dict[str, object] | None,
-    tags: list[str] | None,
-    types: tuple[FactType, ...] = ("world", "experience"),
-) -> ArmQuery:
-    return ArmQuery(
-        bank=bank,
-        vector=np.asarray(engine.embedder.embed_query("a walk in the mountains"), dtype=np.float32),
-        words=(),
-        bigrams=(),
-        types=types,
-        tags=tuple(tags) if tags else None,
-        tags_match="any_strict" if tags else "any",
-        n=5,
-        window=None,
-        settings=RecallSettings(),
-        filter=compile_filter(spec),
-    )
+from tests.integration.arm_banks import TOPICS, arm_query
 
 
 def _rows(engine: MemoryEngine, statement: psycopg.sql.Composable, q: ArmQuery) -> list[tuple[str, float]]:
@@ -74,7 +49,7 @@ def test_few_matches_are_ranked_exactly_and_many_take_the_hnsw_scans(engine: Mem
     ]
     ids = engine.retain(items, bank=bank, progress=False)
     for spec, tags in (({"team": "a"}, None), (None, ["odd"])):
-        q = _query(engine, bank, spec, tags)
+        q = arm_query(engine, bank, spec=spec, tags=tags, n=5)
         statement = filtered_semantic_statement(q.where_sql, q.dimension)
         exact = _rows(engine, statement, q)
         # Expected: every matching memory of each type ranked by cosine, top n per type.
@@ -119,7 +94,7 @@ def test_the_arm_takes_the_filtered_statement_only_when_something_filters(engine
     def text(
         spec: dict[str, object] | None, tags: list[str] | None, types: tuple[FactType, ...] = ("world",)
     ) -> str:
-        query = SEMANTIC.start(_query(engine, "b", spec, tags, types))
+        query = SEMANTIC.start(arm_query(engine, "b", spec=spec, tags=tags, n=5, types=types))
         assert query is not None
         statement = str(query.statement.as_string(None))  # type: ignore[union-attr]
         # both statements read their hits' ranking fields (no hydration for them after)
@@ -140,7 +115,7 @@ def test_one_fact_type_ranks_only_that_type(engine: MemoryEngine, bank: str) -> 
     ]
     ids = engine.retain(items, bank=bank, progress=False)
     observations = {ids[i] for i, item in enumerate(items) if item.fact_type == "observation"}
-    q = _query(engine, bank, None, None, ("observation",))
+    q = arm_query(engine, bank, n=5, types=("observation",))
     query = SEMANTIC.start(q)
     assert query is not None
     found = _rows(engine, query.statement, q)  # type: ignore[arg-type]
@@ -164,7 +139,7 @@ def test_a_filtered_recall_takes_the_path_the_planner_estimate_picks(
     for result in exact:
         assert result.trace is not None and "filter_estimate" in result.trace.timings_ms
         assert not any("planner" in note for note in result.trace.notes)
-    q = _query(engine, bank, None, ["odd"])
+    q = arm_query(engine, bank, tags=["odd"], n=5)
     estimated = engine.run(SEMANTIC.prepare(q, Stopwatch()))  # type: ignore[misc]
     assert estimated.matching_estimate is not None and estimated.matching_estimate >= 1
     # Told the filter matches more than the cap, the arm runs the HNSW scan at once; in a bank

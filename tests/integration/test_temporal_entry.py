@@ -17,11 +17,10 @@ from psycopg import sql
 from shared_core import MemoryEngine, MemoryItem
 from shared_core.recall.arms import ArmQuery
 from shared_core.recall.arms.temporal import ENTRY_SETTINGS, TEMPORAL, temporal_entry_statement
-from shared_core.recall.settings import RecallSettings
 from shared_core.types import TimeWindow
+from tests.integration.arm_banks import arm_query, dated_notes, entry_rows, inside
 
 UTC = dt.UTC
-START = dt.datetime(2023, 1, 1, tzinfo=UTC)
 
 # The statement as it was before the exact path (main at b3660f1): the reference.
 _FORMER = """
@@ -35,53 +34,11 @@ WHERE u.bank_id = %(bank)s AND u.fact_type = ANY(%(types)s::text[]) AND {dims} A
 ORDER BY {vec} <=> {qvec}
 LIMIT %(pool)s"""
 
-TOPICS = ["hiking in the alps", "a pottery class", "the quarterly budget", "a new puppy", "jazz concerts"]
-
-
-def _items() -> list[MemoryItem]:
-    """Memories a week apart over two years, of three kinds: dated by a single day, spanning a
-    month (some across a window's start), and only said at a time."""
-    items = []
-    for i in range(90):
-        day = START + dt.timedelta(days=8 * i, hours=i % 24)
-        kind = i % 3
-        items.append(
-            MemoryItem(
-                text=f"Note {i}: {TOPICS[i % len(TOPICS)]} with friend {i}.",
-                fact_type="experience" if i % 4 == 0 else "world",
-                occurred_start=day if kind < 2 else None,
-                occurred_end=day + dt.timedelta(days=30) if kind == 1 else None,
-                mentioned_at=day + dt.timedelta(days=2),
-                metadata={"team": "a" if i % 5 == 0 else "b"},
-            )
-        )
-    return items
-
-
-def _query(engine: MemoryEngine, bank: str, window: TimeWindow) -> ArmQuery:
-    return ArmQuery(
-        bank=bank,
-        vector=np.asarray(engine.embedder.embed_query("a walk in the mountains"), dtype=np.float32),
-        words=(),
-        bigrams=(),
-        types=("world", "experience"),
-        tags=None,
-        tags_match="any",
-        n=20,
-        window=window,
-        settings=RecallSettings(),
-    )
-
 
 def _rows(
     engine: MemoryEngine, statement: sql.Composed, params: dict[str, Any]
 ) -> dict[str, tuple[Any, ...]]:
-    with psycopg.connect(engine.dsn) as conn:
-        register_vector(conn)
-        for name, value in ENTRY_SETTINGS.items():
-            conn.execute("SELECT set_config(%s, %s, true)", (name, value))
-        rows = conn.execute(statement, params).fetchall()
-    return {str(r[0]): (float(r[1]), *r[2:]) for r in rows}
+    return {r[0]: r[1:] for r in entry_rows(engine, statement, params)}
 
 
 WINDOWS = [
@@ -90,14 +47,6 @@ WINDOWS = [
     TimeWindow(start=dt.datetime(2023, 1, 1, tzinfo=UTC), end=dt.datetime(2024, 12, 31, tzinfo=UTC)),
     TimeWindow(start=dt.datetime(2030, 1, 1, tzinfo=UTC), end=dt.datetime(2030, 2, 1, tzinfo=UTC)),
 ]
-
-
-def _inside(item: MemoryItem, window: TimeWindow) -> bool:
-    said = item.mentioned_at is not None and window.start <= item.mentioned_at <= window.end
-    if item.occurred_start is None:
-        return said
-    end = item.occurred_end or item.occurred_start
-    return said or (item.occurred_start <= window.end and end >= window.start)
 
 
 def _truth(engine: MemoryEngine, bank: str, q: ArmQuery, window: TimeWindow, pool: int) -> dict[str, float]:
@@ -113,16 +62,16 @@ def _truth(engine: MemoryEngine, bank: str, q: ArmQuery, window: TimeWindow, poo
         (i, float(np.dot(v, q.vector) / (np.linalg.norm(v) * np.linalg.norm(q.vector))))
         for i, ft, start, end, said, v in stored
         if ft in q.types
-        and _inside(MemoryItem(text="-", occurred_start=start, occurred_end=end, mentioned_at=said), window)
+        and inside(MemoryItem(text="-", occurred_start=start, occurred_end=end, mentioned_at=said), window)
     ]
     return dict(sorted(scored, key=lambda r: -r[1])[:pool])
 
 
 @pytest.mark.parametrize("pool", [5, 200])
 def test_both_paths_return_the_former_statements_rows(engine: MemoryEngine, bank: str, pool: int) -> None:
-    engine.retain(_items(), bank=bank, progress=False)
+    engine.retain(dated_notes(), bank=bank, progress=False)
     for window in WINDOWS:
-        q = _query(engine, bank, window)
+        q = arm_query(engine, bank, window=window)
         params = q.params(wstart=window.start, wend=window.end, pool=pool)
         former = sql.SQL(_FORMER).format(
             vec=q.dimension.column, qvec=q.dimension.query(), dims=q.dimension.predicate, tags=q.where_sql
@@ -150,17 +99,17 @@ def test_both_paths_return_the_former_statements_rows(engine: MemoryEngine, bank
 
 def test_the_exact_path_finds_every_memory_in_the_window(engine: MemoryEngine, bank: str) -> None:
     """Spans that began before the window, memories only said in it, and the window's edges."""
-    items = _items()
+    items = dated_notes()
     ids = engine.retain(items, bank=bank, progress=False)
     window = WINDOWS[0]
-    q = _query(engine, bank, window)
+    q = arm_query(engine, bank, window=window)
     rows = _rows(
         engine,
         temporal_entry_statement(q.where_sql, q.dimension),
         q.params(wstart=window.start, wend=window.end, pool=1000),
     )
 
-    expected = {ids[i] for i, item in enumerate(items) if item.fact_type in q.types and _inside(item, window)}
+    expected = {ids[i] for i, item in enumerate(items) if item.fact_type in q.types and inside(item, window)}
     assert set(rows) == expected
     spans_in = {
         ids[i]
@@ -173,7 +122,7 @@ def test_the_exact_path_finds_every_memory_in_the_window(engine: MemoryEngine, b
 
 
 def test_the_arm_runs_the_entry_statement_with_its_settings(engine: MemoryEngine) -> None:
-    query = TEMPORAL.start(_query(engine, "b", WINDOWS[0]))
+    query = TEMPORAL.start(arm_query(engine, "b", window=WINDOWS[0]))
     assert query is not None
     assert dict(query.settings) == ENTRY_SETTINGS
     assert "few" in str(query.statement.as_string(None))  # type: ignore[union-attr]
