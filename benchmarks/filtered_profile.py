@@ -18,7 +18,6 @@ little in the p50). Statements run concurrently (the arms), so the sums are not 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -33,6 +32,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import psycopg
+from _args import add_scope_args, scope_options
 from _corpus import CORPUS_VERSION, make_queries
 from psycopg import sql
 
@@ -64,9 +64,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--size", type=int, default=100_000)
     p.add_argument("--calls", type=int, default=50)
-    p.add_argument("--filter", type=json.loads, default=None, help="a PGVector-style filter (JSON)")
-    p.add_argument("--tags", nargs="*", default=None)
-    p.add_argument("--tags-match", default="any")
+    add_scope_args(p)
     p.add_argument("--explain", default=None, help="EXPLAIN (ANALYZE, BUFFERS) the first statement so named")
     p.add_argument("--data-dir", type=Path, default=os.environ.get("HINDSIGHT_BENCH_PGDATA") or None)
     args = p.parse_args(argv)
@@ -74,11 +72,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import shared_core.storage.runner as runner
     from shared_core import EngineConfig, MemoryEngine
 
-    options: dict[str, Any] = {"reranker": "none"}
-    if args.filter is not None:
-        options["filter"] = args.filter
-    if args.tags is not None:
-        options.update(tags=args.tags, tags_match=args.tags_match)
+    options: dict[str, Any] = {"reranker": "none", **scope_options(args)}
     recorded: list[tuple[Any, Any, float]] = []
     original = psycopg.Cursor.execute
 

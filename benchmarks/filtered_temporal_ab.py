@@ -16,7 +16,6 @@ rows of the filter's memories: what the HNSW walk approximated), and the load av
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -32,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np
 import psycopg
+from _args import add_scope_args, scope_options
 from _corpus import CORPUS_VERSION, make_queries
 
 
@@ -40,9 +40,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--size", type=int, default=100_000)
     p.add_argument("--calls", type=int, default=50, help="bench queries recalled to capture statements")
     p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--filter", type=json.loads, default=None, help="a PGVector-style filter (JSON)")
-    p.add_argument("--tags", nargs="*", default=None)
-    p.add_argument("--tags-match", default="any")
+    add_scope_args(p)
     p.add_argument("--verbose", action="store_true", help="print each statement's p50 and rows")
     p.add_argument("--explain", action="store_true", help="EXPLAIN (ANALYZE, BUFFERS) the first of each kind")
     p.add_argument("--data-dir", type=Path, default=os.environ.get("HINDSIGHT_BENCH_PGDATA") or None)
@@ -56,11 +54,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from shared_core.recall.filters import MATCH_ALL, compile_filter, range_values_plan
     from shared_core.recall.settings import RecallSettings
 
-    options: dict[str, Any] = {"reranker": "none"}
-    if args.filter is not None:
-        options["filter"] = args.filter
-    if args.tags is not None:
-        options.update(tags=args.tags, tags_match=args.tags_match)
+    options: dict[str, Any] = {"reranker": "none", **scope_options(args)}
     captured: list[tuple[str, dict[str, Any]]] = []
     original = psycopg.Cursor.execute
 

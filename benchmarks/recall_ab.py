@@ -27,6 +27,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _ab import ask, start_worker
+from _args import add_scope_args, scope_options
 
 _WORKER = r"""
 import json, os, sys, threading, time
@@ -92,9 +93,7 @@ def main() -> int:
         "one bank stored differently, e.g. before and after a migration, can be compared)",
     )
     p.add_argument("--data-b", type=Path, default=None, help="B's data directory")
-    p.add_argument("--filter", type=json.loads, default=None, help="a PGVector-style filter (JSON)")
-    p.add_argument("--tags", nargs="*", default=None)
-    p.add_argument("--tags-match", default="any")
+    add_scope_args(p)
     p.add_argument(
         "--reranker",
         default="none",
@@ -109,10 +108,7 @@ def main() -> int:
     options: dict[str, Any] = {"reranker": args.reranker}
     if args.k is not None:
         options["k"] = args.k
-    if args.filter is not None:
-        options["filter"] = args.filter
-    if args.tags is not None:
-        options.update(tags=args.tags, tags_match=args.tags_match)
+    options |= scope_options(args)
     a = _worker(args.a.resolve(), args.size, options, args.data_a)
     b = _worker(args.b.resolve(), args.size, options, args.data_b)
     loads = [os.getloadavg()[0]]

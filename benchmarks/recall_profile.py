@@ -28,7 +28,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _args import add_bank_scope_args
+from _args import add_bank_scope_args, scope_options
 from _corpus import CORPUS_VERSION, make_queries
 from recall_latency import describe, summarise
 
@@ -79,11 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # the others through _exec_sync.
     runner._exec_sync = recording(runner._exec_sync)
     runner._framed_sync = recording(runner._framed_sync)
-    options: dict[str, Any] = {}
-    if args.filter is not None:
-        options["filter"] = args.filter
-    if args.tags is not None:
-        options.update(tags=args.tags, tags_match=args.tags_match)
+    options = scope_options(args)
     bank = f"bench-latency-v{CORPUS_VERSION}-{args.size}"
     queries = make_queries()
     with MemoryEngine(
