@@ -12,6 +12,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+# Workers load the embedding model: offline, as every benchmark runs (a variable already set wins).
+_OFFLINE: Mapping[str, str] = {
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+}
+
 
 def start_worker(
     code: str, argv: Sequence[str], tree: Path, env: Mapping[str, str] | None = None
@@ -22,7 +29,7 @@ def start_worker(
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
-        env={**os.environ, **(env or {}), "PYTHONPATH": str(tree)},
+        env={**_OFFLINE, **os.environ, **(env or {}), "PYTHONPATH": str(tree)},
         cwd=tree,
     )
     assert proc.stdout is not None

@@ -31,9 +31,6 @@ from _args import add_scope_args, scope_options
 
 _WORKER = r"""
 import json, os, sys, threading, time
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 sys.path.insert(0, sys.argv[2] + "/benchmarks")
 import psycopg
 from _corpus import CORPUS_VERSION, make_queries

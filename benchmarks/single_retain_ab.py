@@ -27,9 +27,6 @@ from _ab import ask, start_worker
 
 _WORKER = r"""
 import datetime as dt, json, os, sys, time
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 sys.path.insert(0, sys.argv[1] + "/benchmarks")
 import numpy as np
 from single_retain import TURNS
