@@ -28,7 +28,7 @@ import re
 import threading
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -688,16 +688,7 @@ class SpacyEntityExtractor:
         token's run or none, which the trim and keep rules decide without tags; a longer group
         of fillers only gives runs of fillers, which trim to nothing. Any other group needs the
         tags."""
-        group: list[Token] = []
-        for token in [*doc, None]:
-            if (
-                token is not None
-                and not covered[token.i]
-                and any(c.isupper() for c in token.text)
-                and not token.is_space
-            ):
-                group.append(token)
-                continue
+        for group in _runs(doc, lambda token: _may_name(token, covered)):
             if len(group) == 1:
                 trimmed = _trim(group)
                 if (
@@ -706,9 +697,8 @@ class SpacyEntityExtractor:
                     and self._name(doc[group[0].i : group[0].i + 1], trimmed)
                 ):
                     return True
-            elif group and not all(_is_filler(t) for t in group):
+            elif not all(_is_filler(t) for t in group):
                 return True
-            group = []
         return False
 
     def _mentions(self, doc: Doc, loaded: _LoadedPipeline) -> list[EntityMention]:
@@ -787,17 +777,18 @@ def _fallback_only_pipes(nlp: Language) -> tuple[str, ...]:
     return tuple(deferred)
 
 
-def _proper_noun_runs(doc: Doc, covered: bytearray) -> Iterator[list[Token]]:
-    # SpacyEntityExtractor._fallback_possible decides from the same token test, minus the tags,
-    # whether a doc needs the tagger at all: a change here must be mirrored there.
+def _may_name(token: Token, covered: bytearray) -> bool:
+    """Whether ``token`` can be part of a fallback name whatever its tag: outside every
+    entity, with a capital letter. SpacyEntityExtractor._fallback_possible reads the runs of
+    such tokens to decide, without tags, whether a doc needs the tagger at all."""
+    return not covered[token.i] and any(c.isupper() for c in token.text) and not token.is_space
+
+
+def _runs(doc: Doc, keep: Callable[[Token], bool]) -> Iterator[list[Token]]:
+    """The maximal runs of adjacent tokens of ``doc`` that ``keep`` accepts, in order."""
     run: list[Token] = []
     for token in doc:
-        if (
-            not covered[token.i]
-            and (token.tag_ in _PROPER_NOUN_TAGS or token.pos_ == "PROPN")
-            and any(c.isupper() for c in token.text)
-            and not token.is_space
-        ):
+        if keep(token):
             run.append(token)
             continue
         if run:
@@ -805,6 +796,16 @@ def _proper_noun_runs(doc: Doc, covered: bytearray) -> Iterator[list[Token]]:
             run = []
     if run:
         yield run
+
+
+def _proper_noun_runs(doc: Doc, covered: bytearray) -> Iterator[list[Token]]:
+    """The runs of tokens that may name (:func:`_may_name`) and are tagged proper nouns."""
+    return _runs(
+        doc,
+        lambda token: (
+            _may_name(token, covered) and (token.tag_ in _PROPER_NOUN_TAGS or token.pos_ == "PROPN")
+        ),
+    )
 
 
 def _clean_text(text: str) -> str:
