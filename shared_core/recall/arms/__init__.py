@@ -51,16 +51,21 @@ from shared_core.types import ArmName, FactType, TimeWindow
 __all__ = ["Arm", "ArmQuery", "ArmResult", "ScoredRow", "ranked", "rows_or_raise", "tag_clause"]
 
 
-def tag_clause(tags: Sequence[str] | None, mode: TagsMatch) -> sql.Composable:
-    """The tag filter (semantics of the reference's tags_match), as SQL using ``%(tags)s``.
+def tag_clause(
+    tags: Sequence[str] | None, mode: TagsMatch, *, column: sql.Composable | None = None
+) -> sql.Composable:
+    """The tag filter (semantics of the reference's tags_match), as SQL using ``%(tags)s``
+    over ``column`` (default ``u.tags``: every statement aliases memory_units as u).
 
     ``any``/``all`` let untagged memories through; the ``_strict`` modes do not; ``exact``
     wants the same set, and with no tags means "untagged only".
 
     >>> tag_clause(None, "any").as_string()
     'TRUE'
+    >>> tag_clause(["a"], "any_strict", column=sql.Identifier("tags")).as_string()
+    '"tags" && %(tags)s::text[]'
     """
-    col = sql.Identifier("u", "tags")  # every statement aliases memory_units as u
+    col = column if column is not None else sql.Identifier("u", "tags")
     if not tags:
         if mode == "exact":
             return sql.SQL("{} = '{{}}'").format(col)
@@ -85,7 +90,9 @@ class ArmQuery:
     ``prior`` the ranked hits of the arms already finished (empty in the first round): what an
     arm that ``needs`` them starts from; ``matching_estimate`` the planner's estimate of the
     memories of the asked types that the filter lets through (None: not estimated, e.g. no
-    filter), set by the semantic arm's ``prepare``.
+    filter), set by the semantic arm's ``prepare``; ``filter_index`` the name of an HNSW index
+    an application declared for this filter that the planner would walk (semantic.py's
+    ``declare_filter_index``), set there too.
     """
 
     bank: str
@@ -102,6 +109,7 @@ class ArmQuery:
     asks_when: bool = False
     prior: Mapping[ArmName, Sequence[ArmHit]] = field(default_factory=dict)
     matching_estimate: float | None = None
+    filter_index: str | None = None
 
     @property
     def where_sql(self) -> sql.Composable:

@@ -160,10 +160,10 @@ SELECT id, similarity, occurred_start, occurred_end, mentioned_at, date_grain FR
 _FILTERED_ENTRY_CTES = sql.SQL(""",
 fmatching AS MATERIALIZED (
     SELECT u.id, {vec} <=> {qvec} AS distance, {in_window} AS inside
-    FROM (SELECT * FROM memory_units u
-          WHERE NOT (SELECT yes FROM few) AND u.bank_id = %(bank)s AND {rows}
-            AND u.fact_type = ANY(%(types)s::text[]) AND {dims} AND {tags}
-          LIMIT {cap} + 1) u
+    FROM memory_units u
+    WHERE NOT (SELECT yes FROM few) AND u.bank_id = %(bank)s AND {rows}
+      AND u.fact_type = ANY(%(types)s::text[]) AND {dims} AND {tags}
+    LIMIT {cap} + 1
 ),
 ffew AS MATERIALIZED (
     SELECT count(*) <= {cap} AS yes FROM fmatching
