@@ -17,6 +17,7 @@ from shared_core import MemoryEngine, MemoryItem
 from shared_core.recall.arms import ArmQuery, semantic
 from shared_core.recall.arms.semantic import (
     SEMANTIC,
+    declare_filter_index,
     filtered_semantic_rows_statement,
     filtered_semantic_statement,
     semantic_rows_statement,
@@ -166,3 +167,42 @@ async def test_the_async_recall_estimates_too(engine: MemoryEngine, bank: str) -
     awaited = await engine.arecall("a walk in the mountains", **options)
     assert awaited.trace is not None and "filter_estimate" in awaited.trace.timings_ms
     assert [m.id for m in awaited.memories] == [m.id for m in synced.memories]
+
+
+def test_a_declared_filter_index_serves_its_filter_only(
+    engine: MemoryEngine, bank: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    items = [
+        MemoryItem(
+            text=f"Note {i}: {TOPICS[i % len(TOPICS)]} with friend {i}.",
+            tags=("odd",) if i % 2 else (),
+            metadata={"team": "a" if i % 4 == 0 else "b"},
+        )
+        for i in range(60)
+    ]
+    ids = engine.retain(items, bank=bank, progress=False)
+    team_a = {ids[i] for i, item in enumerate(items) if item.metadata["team"] == "a"}
+    options: dict[str, Any] = {"bank": bank, "filter": {"team": "a"}, "trace": True}
+    exact = engine.recall("a walk in the mountains", **options)
+    assert exact.trace is not None and not any("declared" in note for note in exact.trace.notes)
+    dims = engine.embedder.dimension
+    name = engine.run(declare_filter_index(bank, dims, filter={"team": "a"}))
+    # Declaring it again names the same index and builds nothing.
+    assert engine.run(declare_filter_index(bank, dims, filter={"team": "a"})) == name
+    # 15 matches: too few for the arm to ask the planner about indexes.
+    narrow = engine.recall("a walk in the mountains", **options)
+    assert narrow.trace is not None and not any("declared" in note for note in narrow.trace.notes)
+    monkeypatch.setattr(semantic, "FILTER_INDEX_MIN_ESTIMATE", 0)
+    walked = engine.recall("a walk in the mountains", **options)
+    assert walked.trace is not None
+    assert f"semantic: the filter's declared index {name}: HNSW scan" in walked.trace.notes
+    # In a bank this small the walk finds what the exact ranking found, with the same scores.
+    assert walked.trace.arms["semantic"] == exact.trace.arms["semantic"]
+    assert [m.id for m in walked.memories] == [m.id for m in exact.memories]
+    assert {m.id for m in walked.memories} <= team_a
+    # Another value, tags, or another bank: the planner cannot prove the index's predicate.
+    for other in ({"filter": {"team": "b"}}, {"tags": ["odd"], "tags_match": "any_strict"}):
+        kept = engine.recall("a walk in the mountains", bank=bank, trace=True, **other)
+        assert kept.trace is not None and not any("declared" in note for note in kept.trace.notes)
+    elsewhere = engine.recall("a walk in the mountains", **{**options, "bank": f"{bank}-other"})
+    assert elsewhere.trace is not None and not any("declared" in note for note in elsewhere.trace.notes)

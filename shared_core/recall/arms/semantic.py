@@ -22,6 +22,7 @@ from shared_core.types import FACT_TYPES
 __all__ = [
     "EXACT_MAX_ROWS",
     "EXACT_SKIP_ESTIMATE",
+    "FILTER_INDEX_MIN_ESTIMATE",
     "FILTER_INDEX_PREFIX",
     "SEMANTIC",
     "declare_filter_index",
@@ -163,12 +164,18 @@ def _plan_rows(**columns: Any) -> float:
 # ranking; of the exact top 300 the walk returns 97.4% (min 90.7%), of the exact top 10 99.2%
 # (min 90%), as the unfiltered arm's walk approximates its own. Whether a recall's filter has
 # such an index is the planner's call: ``_prepare`` plans (not runs) the HNSW scan under the
-# filter beside the estimate and reads which index it would walk; an index named with
+# filter after the estimate and reads which index it would walk; an index named with
 # FILTER_INDEX_PREFIX sends the arm (and the temporal arm's filtered entry) to that walk
-# instead of the exact ranking. A filter the planner cannot prove the index's predicate from
-# (another value, a range) keeps the exact path, so a declared index never changes which
-# memories a filter admits.
+# instead of the exact ranking (asked of broad filters only: FILTER_INDEX_MIN_ESTIMATE). A
+# filter the planner cannot prove the index's predicate from (another value, a range) keeps
+# the exact path, so a declared index never changes which memories a filter admits.
 FILTER_INDEX_PREFIX = "memory_units_filter_"
+# The plan is asked for (a second round trip, ~0.5 ms planning) only when the planner expects
+# FILTER_INDEX_MIN_ESTIMATE to EXACT_SKIP_ESTIMATE matches: below, the exact ranking costs a few
+# ms at most (~2.6 us a match at 100k: team=er's 12,300 in ~32 ms), about what asking would;
+# above, the arm runs the HNSW scan anyway and the planner walks a declared index by itself.
+# Not tuned on recall quality (a declared index is the application's choice).
+FILTER_INDEX_MIN_ESTIMATE = 2_000
 _FILTER_INDEX = sql.SQL("""
 CREATE INDEX IF NOT EXISTS {name} ON memory_units
     USING hnsw (({cast}) {ops}) WITH (m = 16, ef_construction = 64)
@@ -364,18 +371,18 @@ def _prepare(q: ArmQuery, watch: Stopwatch) -> Plan[ArmQuery]:
     estimate_query = Query(
         matching_estimate_statement(planner.where_sql), planner.params(), fetch="one", row_type=_plan_rows
     )
-    index_query = Query(
-        _FILTER_INDEX_PLAN.format(
-            dims=q.dimension.predicate, tags=q.where_sql, vec=q.dimension.column, qvec=q.dimension.query()
-        ),
-        q.params(),
-        fetch="one",
-        row_type=_walked_index,
-    )
+    found: list[Any] = []
+    index: str | None = None
     with watch.stage("filter_estimate"):
-        estimate, index, *found = yield Pipeline(
-            (estimate_query, index_query, *(query for _, query in lookups))
-        )
+        if lookups:
+            estimate, *found = yield Pipeline((estimate_query, *(query for _, query in lookups)))
+        else:
+            estimate = yield estimate_query
+        if FILTER_INDEX_MIN_ESTIMATE <= estimate <= EXACT_SKIP_ESTIMATE:
+            plan = _FILTER_INDEX_PLAN.format(
+                dims=q.dimension.predicate, tags=q.where_sql, vec=q.dimension.column, qvec=q.dimension.query()
+            )
+            index = yield Query(plan, q.params(), fetch="one", row_type=_walked_index)
     indexed = with_range_values(q.filter, {c: rows for (c, _), rows in zip(lookups, found, strict=True)})
     return dataclasses.replace(q, filter=indexed, matching_estimate=estimate, filter_index=index)
 
