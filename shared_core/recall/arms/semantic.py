@@ -261,7 +261,13 @@ def declare_filter_index(
 
 def _walked_index(**columns: Any) -> str | None:
     """The name of the HNSW index an ``EXPLAIN (FORMAT JSON)`` row's plan walks, if it is one
-    an application declared (FILTER_INDEX_PREFIX); None otherwise."""
+    an application declared (FILTER_INDEX_PREFIX); None otherwise.
+
+    >>> scan = {"Node Type": "Index Scan", "Index Name": FILTER_INDEX_PREFIX + "ab"}
+    >>> _walked_index(plan=[{"Plan": {"Node Type": "Limit", "Plans": [scan]}}])
+    'memory_units_filter_ab'
+    >>> _walked_index(plan=[{"Plan": {"Node Type": "Index Scan", "Index Name": "memory_units_embedding_d384"}}])
+    """
     (plan,) = columns.values()
     nodes = [plan[0]["Plan"]]
     while nodes:
