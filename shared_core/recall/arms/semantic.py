@@ -266,7 +266,9 @@ def _walked_index(**columns: Any) -> str | None:
     >>> scan = {"Node Type": "Index Scan", "Index Name": FILTER_INDEX_PREFIX + "ab"}
     >>> _walked_index(plan=[{"Plan": {"Node Type": "Limit", "Plans": [scan]}}])
     'memory_units_filter_ab'
-    >>> _walked_index(plan=[{"Plan": {"Node Type": "Index Scan", "Index Name": "memory_units_embedding_d384"}}])
+    >>> shared = {"Node Type": "Index Scan", "Index Name": "memory_units_embedding_d384"}
+    >>> _walked_index(plan=[{"Plan": shared}]) is None
+    True
     """
     (plan,) = columns.values()
     nodes = [plan[0]["Plan"]]
