@@ -206,3 +206,5 @@ def test_a_declared_filter_index_serves_its_filter_only(
         assert kept.trace is not None and not any("declared" in note for note in kept.trace.notes)
     elsewhere = engine.recall("a walk in the mountains", **{**options, "bank": f"{bank}-other"})
     assert elsewhere.trace is not None and not any("declared" in note for note in elsewhere.trace.notes)
+    with psycopg.connect(engine.dsn, autocommit=True) as conn:
+        conn.execute(psycopg.sql.SQL("DROP INDEX {}").format(psycopg.sql.Identifier(name)))
