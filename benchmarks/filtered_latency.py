@@ -76,7 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--declare",
         default=None,
         help="a JSON list of recall scopes (filter / tags / tags_match) to declare an HNSW index for "
-        "before timing (semantic.declare_filter_index), and the same partial index on plain's table",
+        "before timing (engine.declare_filter_index), and the same partial index on plain's table",
     )
     p.add_argument("--k", type=int, default=None, help="recall k (default: the token budget decides)")
     p.add_argument(
@@ -255,12 +255,10 @@ def _declare(
     can follow too); the names and build seconds."""
     from psycopg import sql
 
-    from shared_core.recall.arms.semantic import declare_filter_index
-
     out = []
     for scope in scopes:
         started = time.perf_counter()
-        name = engine.run(declare_filter_index(bank, engine.embedder.dimension, **scope))
+        name = engine.declare_filter_index(bank=bank, **scope)
         row = {"scope": scope, "index": name, "build_s": round(time.perf_counter() - started, 1)}
         if plain:
             started = time.perf_counter()

@@ -14,15 +14,17 @@ from pgvector.psycopg import register_vector
 from psycopg.rows import dict_row
 
 from shared_core import MemoryEngine, MemoryItem
+from shared_core.errors import InvalidOptionError
 from shared_core.recall.arms import ArmQuery, semantic
 from shared_core.recall.arms.semantic import (
     SEMANTIC,
-    declare_filter_index,
+    filter_index_prefix,
     filtered_semantic_rows_statement,
     filtered_semantic_statement,
     semantic_rows_statement,
     semantic_statement,
 )
+from shared_core.recall.filters import InvalidFilterError
 from shared_core.recall.hydrate import MemoryRow
 from shared_core.recall.timing import Stopwatch
 from shared_core.types import FactType
@@ -185,10 +187,10 @@ def test_a_declared_filter_index_serves_its_filter_only(
     options: dict[str, Any] = {"bank": bank, "filter": {"team": "a"}, "trace": True}
     exact = engine.recall("a walk in the mountains", **options)
     assert exact.trace is not None and not any("declared" in note for note in exact.trace.notes)
-    dims = engine.embedder.dimension
-    name = engine.run(declare_filter_index(bank, dims, filter={"team": "a"}))
+    name = engine.declare_filter_index(bank=bank, filter={"team": "a"})
+    assert name.startswith(filter_index_prefix(bank))
     # Declaring it again names the same index and builds nothing.
-    assert engine.run(declare_filter_index(bank, dims, filter={"team": "a"})) == name
+    assert engine.declare_filter_index(bank=bank, filter={"team": "a"}) == name
     # 15 matches: too few for the arm to ask the planner about indexes.
     narrow = engine.recall("a walk in the mountains", **options)
     assert narrow.trace is not None and not any("declared" in note for note in narrow.trace.notes)
@@ -206,5 +208,21 @@ def test_a_declared_filter_index_serves_its_filter_only(
         assert kept.trace is not None and not any("declared" in note for note in kept.trace.notes)
     elsewhere = engine.recall("a walk in the mountains", **{**options, "bank": f"{bank}-other"})
     assert elsewhere.trace is not None and not any("declared" in note for note in elsewhere.trace.notes)
+    with psycopg.connect(engine.dsn, autocommit=True) as conn:
+        conn.execute(psycopg.sql.SQL("DROP INDEX {}").format(psycopg.sql.Identifier(name)))
+
+
+async def test_declaring_a_filter_index_checks_its_options_first(engine: MemoryEngine, bank: str) -> None:
+    with pytest.raises(InvalidFilterError):
+        engine.declare_filter_index(bank=bank, filter={"team": {"$near": 1}})
+    with pytest.raises(InvalidOptionError, match="tags_match"):
+        await engine.adeclare_filter_index(bank=bank, tags=["x"], tags_match="some")  # type: ignore[arg-type]
+    with psycopg.connect(engine.dsn, autocommit=True) as conn:
+        declared = conn.execute(
+            "SELECT count(*) FROM pg_class WHERE starts_with(relname, %s)", [filter_index_prefix(bank)]
+        ).fetchone()
+    assert declared == (0,)
+    name = await engine.adeclare_filter_index(bank=bank, tags=["odd"], tags_match="any_strict")
+    assert name.startswith(filter_index_prefix(bank))
     with psycopg.connect(engine.dsn, autocommit=True) as conn:
         conn.execute(psycopg.sql.SQL("DROP INDEX {}").format(psycopg.sql.Identifier(name)))

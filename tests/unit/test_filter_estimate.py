@@ -9,7 +9,11 @@ from typing import Any
 
 import pytest
 
-from shared_core.recall.arms.semantic import EXACT_SKIP_ESTIMATE
+from shared_core.recall.arms.semantic import (
+    EXACT_SKIP_ESTIMATE,
+    FILTER_INDEX_MIN_ESTIMATE,
+    filter_index_prefix,
+)
 from shared_core.recall.options import RecallOptions
 from shared_core.recall.pipeline import recall_plan
 from shared_core.storage.plan import Concurrently, Launch, Operation, Pipeline, Query
@@ -26,16 +30,30 @@ def _explains(query: Query) -> bool:
     return statement_text(query).lstrip().startswith("EXPLAIN")
 
 
-def _estimating(estimate: float) -> Callable[[Query], Any]:
-    """Recorded rows, plus ``estimate`` as the planner's row estimate of any EXPLAIN."""
+def _estimating(estimate: float, *, declared: str | None = None) -> Callable[[Query], Any]:
+    """Recorded rows, plus ``estimate`` as the planner's row estimate of any EXPLAIN; ``declared``
+    the name of an index declared for the bank's filter, which the planner would walk."""
     recorded = _answer(ARMS)
 
     def answer(query: Query) -> Any:
+        text = statement_text(query)
+        if "pg_class" in text:
+            return [{"yes": declared is not None}]
+        if _explains(query) and "ORDER BY" in text:
+            scan = {"Node Type": "Index Scan", "Index Name": declared or "memory_units_embedding_d384"}
+            return [{"QUERY PLAN": [{"Plan": {"Node Type": "Limit", "Plans": [scan]}}]}]
         if _explains(query):
             return [{"QUERY PLAN": [{"Plan": {"Node Type": "Bitmap Heap Scan", "Plan Rows": estimate}}]}]
         return recorded(query)
 
     return answer
+
+
+def _plan_questions(ops: list[Operation]) -> list[str]:
+    """The statements asking the planner which index a filtered scan would walk."""
+    return [
+        text for op in ops for q in _queries(op) if _explains(q) and "ORDER BY" in (text := statement_text(q))
+    ]
 
 
 def _queries(op: Operation) -> tuple[Query, ...]:
@@ -79,7 +97,7 @@ def test_a_filter_expected_to_match_many_memories_goes_straight_to_the_hnsw_scan
     estimates = _estimate_ops(ops)
     # One estimate, on a pooled connection of its own, before any arm starts.
     assert len(estimates) == 1 and estimates[0] < _first_round(ops)
-    (estimate,) = _queries(ops[estimates[0]])
+    (estimate,) = [q for q in _queries(ops[estimates[0]]) if _explains(q)]
     explained = statement_text(estimate)
     assert "SELECT 1 FROM memory_units u" in explained and "ANALYZE" not in explained
     semantic = _semantic(ops)
@@ -133,3 +151,40 @@ def test_the_estimate_reads_every_test_as_the_planner_estimates_it() -> None:
     assert explained.count("@?") == 2 and "jsonb_path_exists" not in explained
     semantic = _semantic(ops)
     assert "jsonb_path_exists" in semantic and semantic.count("@?") == 2  # NOT @? (the values)
+
+
+def test_a_bank_without_a_declared_index_never_asks_which_index_the_planner_would_walk() -> None:
+    """Whether the bank has a declared index is read in the estimate's own round trip; without
+    one, a broad filter's recall asks the planner nothing more (no second round trip)."""
+    result, ops = run_recorded(
+        recall_plan(_context(), "Where does Bob live?", RecallOptions(trace=True, filter={"team": "er"})),
+        _estimating(FILTER_INDEX_MIN_ESTIMATE + 1),
+    )
+    assert not _plan_questions(ops)
+    (estimate,) = _estimate_ops(ops)
+    assert any("pg_class" in statement_text(q) for q in _queries(ops[estimate]))
+    assert "few" in _semantic(ops)
+    assert result.trace is not None and not any("declared" in note for note in result.trace.notes)
+
+
+def test_a_broad_filter_with_a_declared_index_walks_it() -> None:
+    declared = filter_index_prefix("default") + "0123456789abcdef"
+    result, ops = run_recorded(
+        recall_plan(_context(), "Where does Bob live?", RecallOptions(trace=True, filter={"team": "er"})),
+        _estimating(FILTER_INDEX_MIN_ESTIMATE + 1, declared=declared),
+    )
+    assert len(_plan_questions(ops)) == 1
+    semantic = _semantic(ops)
+    assert "few" not in semantic and "matching" not in semantic
+    assert result.trace is not None
+    assert f"semantic: the filter's declared index {declared}: HNSW scan" in result.trace.notes
+
+
+def test_a_narrow_filter_is_ranked_exactly_even_with_a_declared_index() -> None:
+    declared = filter_index_prefix("default") + "0123456789abcdef"
+    _, ops = run_recorded(
+        recall_plan(_context(), "Where does Bob live?", RecallOptions(filter={"team": "er"})),
+        _estimating(FILTER_INDEX_MIN_ESTIMATE - 1, declared=declared),
+    )
+    assert not _plan_questions(ops)
+    assert "few" in _semantic(ops)

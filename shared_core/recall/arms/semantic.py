@@ -10,8 +10,9 @@ from typing import Any
 
 from psycopg import sql
 
+from shared_core.errors import ConfigurationError
 from shared_core.recall.arms import Arm, ArmQuery, ArmResult, ScoredRow, ranked, rows_or_raise, tag_clause
-from shared_core.recall.filters import compile_filter, range_value_queries, with_range_values
+from shared_core.recall.filters import FilterExpr, compile_filter, range_value_queries, with_range_values
 from shared_core.recall.hydrate import MEMORY_COLUMNS, MemoryRow
 from shared_core.recall.query import TagsMatch
 from shared_core.recall.timing import Stopwatch
@@ -26,6 +27,7 @@ __all__ = [
     "FILTER_INDEX_PREFIX",
     "SEMANTIC",
     "declare_filter_index",
+    "filter_index_prefix",
     "filter_index_statement",
     "filtered_semantic_rows_statement",
     "filtered_semantic_statement",
@@ -171,7 +173,9 @@ def _plan_rows(**columns: Any) -> float:
 # the exact path, so a declared index never changes which memories a filter admits.
 FILTER_INDEX_PREFIX = "memory_units_filter_"
 # The plan is asked for (a second round trip: 0.28 ms p50 as a statement, but the estimate stage
-# went 5.3 -> 9.0 ms p50 in an A/B at load 5-6) only when the planner expects
+# went 5.3 -> 9.0 ms p50 in an A/B at load 5-6) only when the bank has a declared index (an
+# index name starting with the bank's own prefix, ``_DECLARED``, read in the estimate's round
+# trip, so a bank with none pays no second one) and the planner expects
 # FILTER_INDEX_MIN_ESTIMATE to EXACT_SKIP_ESTIMATE matches: below, the exact ranking costs a few
 # ms at most (~2.6 us a match at 100k: team=er's 12,300 in ~32 ms), about what asking would;
 # above, the arm runs the HNSW scan anyway and the planner walks a declared index by itself.
@@ -181,12 +185,27 @@ _FILTER_INDEX = sql.SQL("""
 CREATE INDEX IF NOT EXISTS {name} ON memory_units
     USING hnsw (({cast}) {ops}) WITH (m = 16, ef_construction = 64)
     WHERE {dims} AND bank_id = {bank} AND {tags} AND {filter}""")
+# Whether the bank has any declared index: its names start with the bank's prefix.
+_DECLARED = sql.SQL("""
+SELECT EXISTS (SELECT 1 FROM pg_class WHERE relkind = 'i' AND starts_with(relname, %(prefix)s)) AS yes""")
 _FILTER_INDEX_PLAN = sql.SQL("""
 EXPLAIN (FORMAT JSON)
 SELECT u.id FROM memory_units u
 WHERE u.bank_id = %(bank)s AND u.fact_type = ANY(%(types)s::text[]) AND {dims} AND {tags}
 ORDER BY {vec} <=> {qvec}
 LIMIT %(n)s""")
+
+
+def filter_index_prefix(bank: str) -> str:
+    """The start of the name of every index declared for ``bank``: FILTER_INDEX_PREFIX and a
+    digest of the bank (names are limited to 63 bytes; a bank name is not).
+
+    >>> filter_index_prefix("b") == filter_index_prefix("b") != filter_index_prefix("c")
+    True
+    >>> len(filter_index_prefix("b" * 500))
+    29
+    """
+    return f"{FILTER_INDEX_PREFIX}{hashlib.sha256(bank.encode()).hexdigest()[:8]}_"
 
 
 def _inlined(clause: sql.Composable, params: Mapping[str, Any]) -> sql.SQL:
@@ -201,7 +220,7 @@ def filter_index_statement(
     bank: str,
     dimensions: int,
     *,
-    filter: Mapping[str, Any] | None = None,
+    filter: FilterExpr | Mapping[str, Any] | None = None,
     tags: Sequence[str] | None = None,
     tags_match: TagsMatch = "any",
 ) -> tuple[str, sql.Composed]:
@@ -219,7 +238,10 @@ def filter_index_statement(
     """
     dimension = Dimension(dimensions)
     if not dimension.indexed:
-        raise ValueError(f"no HNSW index exists for {dimensions}-dimensional vectors")
+        raise ConfigurationError(
+            f"declare_filter_index: no HNSW index exists for {dimensions}-dimensional vectors"
+            " (pgvector's HNSW index takes at most 4,000)"
+        )
     compiled = compile_filter(filter, column=sql.Identifier("metadata"))
     tag_test = tag_clause(tags, tags_match, column=sql.Identifier("tags"))
     predicate = {
@@ -229,7 +251,7 @@ def filter_index_statement(
         "filter": _inlined(compiled.clause, compiled.params),
     }
     digest = hashlib.sha256(sql.SQL(" ").join(list(predicate.values())).as_string().encode()).hexdigest()
-    name = FILTER_INDEX_PREFIX + digest[:16]
+    name = filter_index_prefix(bank) + digest[:16]
     statement = _FILTER_INDEX.format(
         name=sql.Identifier(name),
         cast=sql.SQL("embedding::{}({})").format(sql.SQL(dimension.kind), sql.Literal(dimension.size)),
@@ -243,7 +265,7 @@ def declare_filter_index(
     bank: str,
     dimensions: int,
     *,
-    filter: Mapping[str, Any] | None = None,
+    filter: FilterExpr | Mapping[str, Any] | None = None,
     tags: Sequence[str] | None = None,
     tags_match: TagsMatch = "any",
 ) -> Plan[str]:
@@ -258,6 +280,10 @@ def declare_filter_index(
     )
     yield Query(statement, None, fetch="none")
     return name
+
+
+def _yes(*, yes: bool) -> bool:
+    return yes
 
 
 def _walked_index(**columns: Any) -> str | None:
@@ -380,14 +406,13 @@ def _prepare(q: ArmQuery, watch: Stopwatch) -> Plan[ArmQuery]:
     estimate_query = Query(
         matching_estimate_statement(planner.where_sql), planner.params(), fetch="one", row_type=_plan_rows
     )
-    found: list[Any] = []
+    declared_query = Query(_DECLARED, {"prefix": filter_index_prefix(q.bank)}, fetch="one", row_type=_yes)
     index: str | None = None
     with watch.stage("filter_estimate"):
-        if lookups:
-            estimate, *found = yield Pipeline((estimate_query, *(query for _, query in lookups)))
-        else:
-            estimate = yield estimate_query
-        if FILTER_INDEX_MIN_ESTIMATE <= estimate <= EXACT_SKIP_ESTIMATE:
+        estimate, declared, *found = yield Pipeline(
+            (estimate_query, declared_query, *(query for _, query in lookups))
+        )
+        if declared and FILTER_INDEX_MIN_ESTIMATE <= estimate <= EXACT_SKIP_ESTIMATE:
             plan = _FILTER_INDEX_PLAN.format(
                 dims=q.dimension.predicate, tags=q.where_sql, vec=q.dimension.column, qvec=q.dimension.query()
             )
