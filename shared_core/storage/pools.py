@@ -387,6 +387,7 @@ class Pools:
         self.closed = True
         if self._pool is not None:
             self._pool.close()
+        scheduled: set[asyncio.AbstractEventLoop] = set()
         for loop, pool in list(self._async_pools.items()):
             connections = self._async_connections.get(loop, weakref.WeakSet())
             closer = self._closers.get(loop)
@@ -399,12 +400,17 @@ class Pools:
                 # first, the closer still closes the pool.
                 try:
                     loop.call_soon_threadsafe(self._close_on_loop, pool, connections, closer)
+                    scheduled.add(loop)
                     continue
                 except RuntimeError:  # it closed meanwhile
                     pass
             if not loop.is_closed():
                 loop.run_until_complete(pool.close())
-            _finish(connections)
+        # Every loop's lost connections, those of pools already forgotten (a finished
+        # asyncio.run's) included; a running loop's, once its pool has closed there.
+        for loop, connections in self._async_connections.items():
+            if loop not in scheduled:
+                _finish(connections)
         self._async_pools.clear()
         self._async_connections.clear()
         self._closers.clear()
