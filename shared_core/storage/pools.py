@@ -10,10 +10,11 @@ import asyncio
 import math
 import select
 import threading
+import time
 import weakref
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import Any, ClassVar, Self, TypeVar
 
 import psycopg
 from pgvector.psycopg import register_vector, register_vector_async
@@ -143,10 +144,38 @@ def _timed_out_waiting(exc: BaseException) -> bool:
 
 
 def _full(pool: ConnectionPool[Any] | AsyncConnectionPool[Any]) -> bool:
-    """Whether ``pool`` holds all the connections it may open: a timeout then means they were
-    all in use. A server out of reach leaves fewer (its broken connections are discarded and
-    new ones fail), and its timeout stays a plain ``DatabaseUnavailableError``."""
+    """Whether ``pool`` counts all the connections it may open (in use, idle, or being
+    connected: psycopg_pool counts a connection from its first attempt)."""
     return not pool.closed and pool.get_stats().get("pool_size", 0) >= pool.max_size
+
+
+class _NotedConnection(psycopg.Connection[Any]):
+    """A sync pooled connection whose failed connection attempts are noted (``failed``, set
+    per :class:`Pools` on a subclass): a pool timeout during an outage is no exhausted pool."""
+
+    failed: ClassVar[Callable[[], None]]
+
+    @classmethod
+    def connect(cls, conninfo: str = "", **kwargs: Any) -> Self:
+        try:
+            return super().connect(conninfo, **kwargs)
+        except Exception:
+            cls.failed()
+            raise
+
+
+class _NotedAsyncConnection(psycopg.AsyncConnection[Any]):
+    """Async twin of :class:`_NotedConnection`."""
+
+    failed: ClassVar[Callable[[], None]]
+
+    @classmethod
+    async def connect(cls, conninfo: str = "", **kwargs: Any) -> Self:
+        try:
+            return await super().connect(conninfo, **kwargs)
+        except Exception:
+            cls.failed()
+            raise
 
 
 async def _close_soon(
@@ -222,6 +251,14 @@ class Pools:
         # Set when a close starts: no pool opens from then on (see aclose).
         self._closing = False
         self.closed = False
+        # When a connection attempt last failed: a pool timeout near it is an outage, not an
+        # exhausted pool. psycopg_pool counts a connection that is being retried (its attempts
+        # back off over connect_timeout) in its size, so a pool of broken connections being
+        # replaced looks as full as one whose connections are all in use.
+        self._last_connect_failure = -math.inf
+        noted = {"failed": staticmethod(self._note_connect_failure)}
+        self._sync_class = type("HindsightConnection", (_NotedConnection,), noted)
+        self._async_class = type("HindsightAsyncConnection", (_NotedAsyncConnection,), noted)
 
     # ---------------------------------------------------------------- running plans
     def run(self, plan: Plan[T]) -> T:
@@ -232,7 +269,7 @@ class Pools:
             assert self._executor is not None
             return run_sync(pool, plan, executor=self._executor)
         except Exception as exc:
-            typed = self._typed(exc, pool)
+            typed = self._failure(exc, pool)
             if typed is exc:
                 raise
             raise typed from exc
@@ -244,19 +281,28 @@ class Pools:
             pool = await self._async_pool()
             return await run_async(pool, plan)
         except Exception as exc:
-            typed = self._typed(exc, pool)
+            typed = self._failure(exc, pool)
             if typed is exc:
                 raise
             raise typed from exc
 
-    def _typed(
+    def _failure(
         self, exc: Exception, pool: ConnectionPool[Any] | AsyncConnectionPool[Any] | None
     ) -> Exception:
         """``exc`` as the typed error to raise: a wait for a connection that timed out while
         every connection of the pool was in use says so, and what to raise."""
-        if pool is not None and _timed_out_waiting(exc) and _full(pool):
+        if (
+            pool is not None
+            and _timed_out_waiting(exc)
+            and _full(pool)
+            # No attempt failed during the wait (or a wait before it: a margin of one more).
+            and time.monotonic() - self._last_connect_failure > 2 * self._connect_timeout
+        ):
             return PoolExhaustedError(pool_max_size=pool.max_size, timeout_s=self._connect_timeout)
         return _typed(exc)
+
+    def _note_connect_failure(self) -> None:
+        self._last_connect_failure = time.monotonic()
 
     def run_read(self, make_plan: Callable[[], Plan[T]]) -> T:
         """Run a read-only plan, once more if the database went away during it (a restart):
@@ -302,6 +348,7 @@ class Pools:
                     )
                     self._pool = ConnectionPool(
                         self.dsn,
+                        connection_class=self._sync_class,
                         min_size=self._min_size,
                         max_size=self._max_size,
                         configure=self._configure_sync,
@@ -355,6 +402,7 @@ class Pools:
         install_pool_filter()  # psycopg_pool's empty "error connecting" at loop shutdown
         pool = AsyncConnectionPool(
             self.dsn,
+            connection_class=self._async_class,
             min_size=self._min_size,
             max_size=self._max_size,
             configure=self._configure_async,

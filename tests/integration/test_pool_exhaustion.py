@@ -301,11 +301,14 @@ async def test_calls_while_an_engine_plan_holds_a_pool_of_one_raise_pool_exhaust
     assert await single.aget(stocked.memory_id, bank=bank) is not None
 
 
-def test_a_server_out_of_reach_is_not_called_an_exhausted_pool(engine: MemoryEngine) -> None:
-    """A timeout while the pool could still open connections (none can be made) stays a plain
-    DatabaseUnavailableError: the advice to raise the pool size would be wrong there."""
+@pytest.mark.parametrize("size", [1, 8])
+def test_a_server_out_of_reach_is_not_called_an_exhausted_pool(engine: MemoryEngine, size: int) -> None:
+    """A timeout while no connection can be made stays a plain DatabaseUnavailableError: the
+    advice to raise the pool size would be wrong there. With a pool of one the connection
+    being retried is the pool's whole size, so the pool looks full: the failed attempts tell."""
     bad = psycopg.conninfo.make_conninfo(engine.dsn, dbname=f"missing_{uuid.uuid4().hex[:8]}")
-    eng = MemoryEngine(bad, embedder=engine.embedder, config=EngineConfig(connect_timeout=_TIMEOUT_S))
+    config = EngineConfig(pool_min_size=1, pool_max_size=size, connect_timeout=_TIMEOUT_S)
+    eng = MemoryEngine(bad, embedder=engine.embedder, config=config)
     try:
         eng._pools._bootstrap = lambda: None  # the database does not exist: no schema to make
         with pytest.raises(DatabaseUnavailableError) as caught:
