@@ -20,6 +20,7 @@ from shared_core.errors import (
     InvalidQueryError,
     InvalidTimeWindowError,
     ModelUnavailableError,
+    PoolExhaustedError,
     SchemaError,
 )
 from shared_core.recall.options import RecallOptions
@@ -56,6 +57,7 @@ __all__ = [
     "MemoryItem",
     "MemoryRecord",
     "ModelUnavailableError",
+    "PoolExhaustedError",
     "RecallOptions",
     "RecallResult",
     "RecallSettings",

@@ -17,6 +17,7 @@ catch one type. The tree::
     ├── ModelUnavailableError       a required model could not be loaded offline
     └── DatabaseError               the database failed a call (carries the SQLSTATE, if any)
         └── DatabaseUnavailableError    the server cannot be reached or went away: retry later
+            └── PoolExhaustedError          every pooled connection stayed in use past the pool's timeout
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ __all__ = [
     "InvalidQueryError",
     "InvalidTimeWindowError",
     "ModelUnavailableError",
+    "PoolExhaustedError",
     "SchemaError",
 ]
 
@@ -189,3 +191,23 @@ class DatabaseUnavailableError(DatabaseError):
     """
 
     retryable = True
+
+
+class PoolExhaustedError(DatabaseUnavailableError):
+    """No pooled connection became free within the pool's timeout: every connection of the
+    engine's pool (``pool_max_size``; the sync pool, or this event loop's async pool) was in
+    use by other calls for ``timeout_s`` seconds (``EngineConfig.connect_timeout``). Nothing of
+    the failed call was written; retry later, or give the engine more connections or a longer
+    wait.
+    """
+
+    def __init__(self, *, pool_max_size: int, timeout_s: float) -> None:
+        self.pool_max_size = pool_max_size
+        self.timeout_s = timeout_s
+        super().__init__(
+            f"no pooled connection was free within {timeout_s:g} s: all {pool_max_size} "
+            f"connections of the engine's pool were in use by other calls; raise "
+            f"EngineConfig.pool_max_size (now {pool_max_size}; the server's max_connections "
+            f"allowing) or EngineConfig.connect_timeout (now {timeout_s:g} s), or make fewer "
+            f"calls at once"
+        )

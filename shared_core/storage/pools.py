@@ -10,17 +10,18 @@ import asyncio
 import math
 import select
 import threading
+import time
 import weakref
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import Any, ClassVar, Self, TypeVar
 
 import psycopg
 from pgvector.psycopg import register_vector, register_vector_async
 from psycopg import pq, sql
-from psycopg_pool import AsyncConnectionPool, ConnectionPool
+from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
-from shared_core.errors import DatabaseUnavailableError, HindsightError
+from shared_core.errors import DatabaseUnavailableError, HindsightError, PoolExhaustedError
 from shared_core.quiet import install_pool_filter
 from shared_core.storage.errors import map_database_error
 from shared_core.storage.plan import Plan
@@ -129,6 +130,69 @@ def _typed(exc: Exception) -> Exception:
     return mapped if isinstance(mapped, Exception) else exc
 
 
+def _timed_out_waiting(exc: BaseException) -> bool:
+    """Whether ``exc`` is, or was raised from, a pool's timeout (a plan may have typed it
+    already: retain raises ``DatabaseUnavailableError`` from the driver's error)."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, PoolTimeout):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
+def _full(pool: ConnectionPool[Any] | AsyncConnectionPool[Any]) -> bool:
+    """Whether ``pool`` counts all the connections it may open (in use, idle, or being
+    connected: psycopg_pool counts a connection from its first attempt)."""
+    return not pool.closed and pool.get_stats().get("pool_size", 0) >= pool.max_size
+
+
+class _NotedConnection(psycopg.Connection[Any]):
+    """A sync pooled connection whose failed connection attempts are noted (``failed``, set
+    per :class:`Pools` on a subclass): a pool timeout during an outage is no exhausted pool."""
+
+    failed: ClassVar[Callable[[], None]]
+
+    @classmethod
+    def connect(cls, conninfo: str = "", **kwargs: Any) -> Self:
+        try:
+            return super().connect(conninfo, **kwargs)
+        except Exception:
+            cls.failed()
+            raise
+
+
+class _NotedAsyncConnection(psycopg.AsyncConnection[Any]):
+    """Async twin of :class:`_NotedConnection`."""
+
+    failed: ClassVar[Callable[[], None]]
+
+    @classmethod
+    async def connect(cls, conninfo: str = "", **kwargs: Any) -> Self:
+        try:
+            return await super().connect(conninfo, **kwargs)
+        except Exception:
+            cls.failed()
+            raise
+
+
+async def _close_soon(
+    pool: AsyncConnectionPool[Any],
+    connections: weakref.WeakSet[psycopg.AsyncConnection[Any]],
+    closer: asyncio.Task[None] | None,
+) -> None:
+    """Close ``pool`` on its own loop (scheduled there by :meth:`Pools.close` called from
+    elsewhere), then any connection it lost track of, then stop its closer."""
+    try:
+        await pool.close()
+    finally:
+        _finish(connections)
+        if closer is not None:
+            closer.cancel()
+
+
 class Pools:
     """Run plans on this DSN's connections, sync or async.
 
@@ -181,36 +245,73 @@ class Pools:
         ] = {}
         self._closers: dict[asyncio.AbstractEventLoop, asyncio.Task[None]] = {}
         self._opening: dict[asyncio.AbstractEventLoop, asyncio.Future[AsyncConnectionPool[Any]]] = {}
+        # Closes scheduled on loops still running elsewhere, held until done (a loop keeps only
+        # a weak reference to a task).
+        self._closing_elsewhere: set[asyncio.Task[None]] = set()
+        # Set when a close starts: no pool opens from then on (see aclose).
+        self._closing = False
         self.closed = False
+        # When a connection attempt last failed: a pool timeout near it is an outage, not an
+        # exhausted pool. psycopg_pool counts a connection that is being retried (its attempts
+        # back off over connect_timeout) in its size, so a pool of broken connections being
+        # replaced looks as full as one whose connections are all in use.
+        self._last_connect_failure = -math.inf
+        noted = {"failed": staticmethod(self._note_connect_failure)}
+        self._sync_class = type("HindsightConnection", (_NotedConnection,), noted)
+        self._async_class = type("HindsightAsyncConnection", (_NotedAsyncConnection,), noted)
 
     # ---------------------------------------------------------------- running plans
     def run(self, plan: Plan[T]) -> T:
         """Run ``plan`` on the sync pool, in one transaction."""
+        pool: ConnectionPool[Any] | None = None
         try:
             pool = self._sync_pool()
             assert self._executor is not None
             return run_sync(pool, plan, executor=self._executor)
         except Exception as exc:
-            typed = _typed(exc)
+            typed = self._failure(exc, pool)
             if typed is exc:
                 raise
             raise typed from exc
 
     async def arun(self, plan: Plan[T]) -> T:
         """Run ``plan`` on this event loop's async pool, in one transaction."""
+        pool: AsyncConnectionPool[Any] | None = None
         try:
-            return await run_async(await self._async_pool(), plan)
+            pool = await self._async_pool()
+            return await run_async(pool, plan)
         except Exception as exc:
-            typed = _typed(exc)
+            typed = self._failure(exc, pool)
             if typed is exc:
                 raise
             raise typed from exc
 
+    def _failure(
+        self, exc: Exception, pool: ConnectionPool[Any] | AsyncConnectionPool[Any] | None
+    ) -> Exception:
+        """``exc`` as the typed error to raise: a wait for a connection that timed out while
+        every connection of the pool was in use says so, and what to raise."""
+        if (
+            pool is not None
+            and _timed_out_waiting(exc)
+            and _full(pool)
+            # No attempt failed during the wait (or a wait before it: a margin of one more).
+            and time.monotonic() - self._last_connect_failure > 2 * self._connect_timeout
+        ):
+            return PoolExhaustedError(pool_max_size=pool.max_size, timeout_s=self._connect_timeout)
+        return _typed(exc)
+
+    def _note_connect_failure(self) -> None:
+        self._last_connect_failure = time.monotonic()
+
     def run_read(self, make_plan: Callable[[], Plan[T]]) -> T:
         """Run a read-only plan, once more if the database went away during it (a restart):
-        reads are idempotent, so the retry is invisible."""
+        reads are idempotent, so the retry is invisible. Not after :class:`PoolExhaustedError`:
+        the pool is busy, not broken, and a second wait would double the pool's timeout."""
         try:
             return self.run(make_plan())
+        except PoolExhaustedError:
+            raise
         except DatabaseUnavailableError:
             return self.run(make_plan())
 
@@ -218,6 +319,8 @@ class Pools:
         """Async twin of :meth:`run_read`."""
         try:
             return await self.arun(make_plan())
+        except PoolExhaustedError:
+            raise
         except DatabaseUnavailableError:
             return await self.arun(make_plan())
 
@@ -234,7 +337,7 @@ class Pools:
         await conn.commit()
 
     def _sync_pool(self) -> ConnectionPool[Any]:
-        if self.closed:
+        if self.closed or self._closing:
             raise HindsightError("this engine is closed")
         if self._pool is None:
             with self._lock:
@@ -245,6 +348,7 @@ class Pools:
                     )
                     self._pool = ConnectionPool(
                         self.dsn,
+                        connection_class=self._sync_class,
                         min_size=self._min_size,
                         max_size=self._max_size,
                         configure=self._configure_sync,
@@ -262,6 +366,12 @@ class Pools:
         pool = self._async_pools.get(loop)
         if pool is not None:
             return pool
+        if self.closed or self._closing:
+            # A call racing aclose() (a read retried after a timeout, say) used to open a new
+            # pool while aclose awaited the old one's close; close() then left it to its loop
+            # and dropped its closer, and at the loop's shutdown its workers, cancelled in the
+            # middle of a task, went back to waiting for work: the loop never finished closing.
+            raise HindsightError("this engine is closed")
         # Concurrent first calls on one loop (gather of arecalls) must share one pool: each
         # used to open its own, and the orphans' workers hung asyncio.run's exit.
         opening = self._opening.get(loop)
@@ -292,6 +402,7 @@ class Pools:
         install_pool_filter()  # psycopg_pool's empty "error connecting" at loop shutdown
         pool = AsyncConnectionPool(
             self.dsn,
+            connection_class=self._async_class,
             min_size=self._min_size,
             max_size=self._max_size,
             configure=self._configure_async,
@@ -303,6 +414,9 @@ class Pools:
             name="hindsight-async",
         )
         await pool.open()
+        if self.closed or self._closing:  # closed while this pool opened: it must not outlive it
+            await pool.close()
+            raise HindsightError("this engine is closed")
         self._async_pools[loop] = pool
         # The loop keeps only a weak reference to a task: hold this one.
         self._closers[loop] = loop.create_task(
@@ -313,21 +427,39 @@ class Pools:
 
     # ---------------------------------------------------------------- closing
     def close(self) -> None:
-        """Close every pool (an async pool whose loop is still running elsewhere dies with it)."""
+        """Close every pool; an async pool whose loop still runs (elsewhere, or this thread's
+        inside a coroutine) is closed on that loop, soon after."""
         if self.closed:
             return
+        self._closing = True
         self.closed = True
         if self._pool is not None:
             self._pool.close()
+        scheduled: set[asyncio.AbstractEventLoop] = set()
         for loop, pool in list(self._async_pools.items()):
+            connections = self._async_connections.get(loop, weakref.WeakSet())
+            closer = self._closers.get(loop)
             if not loop.is_closed() and loop.is_running():
-                # Closing from another loop is not possible; the pool's workers die with it.
-                continue
+                # A pool is closed on its own loop: scheduled there (this may be another thread,
+                # or that loop's own, inside a coroutine: nothing here waits for it). Left to
+                # the loop's shutdown, its closer task, dropped with the rest below, was
+                # collected, and the pool's workers could keep the shutdown waiting for ever.
+                # The scheduled call holds the closer until then: should the loop shut down
+                # first, the closer still closes the pool.
+                try:
+                    loop.call_soon_threadsafe(self._close_on_loop, pool, connections, closer)
+                    scheduled.add(loop)
+                    continue
+                except RuntimeError:  # it closed meanwhile
+                    pass
             if not loop.is_closed():
                 loop.run_until_complete(pool.close())
+        # Every loop's lost connections, those of pools already forgotten (a finished
+        # asyncio.run's) included; a running loop's, once its pool has closed there.
+        for loop, connections in self._async_connections.items():
+            if loop not in scheduled:
+                _finish(connections)
         self._async_pools.clear()
-        for connections in self._async_connections.values():
-            _finish(connections)
         self._async_connections.clear()
         self._closers.clear()
         if self._executor is not None:
@@ -336,13 +468,27 @@ class Pools:
     async def aclose(self) -> None:
         """Close this loop's async pool here, then the rest (off the loop)."""
         loop = asyncio.get_running_loop()
+        self._closing = True  # before the first await: a call meanwhile opens no new pool
         pool = self._async_pools.pop(loop, None)
+        closer = self._closers.pop(loop, None)
         if pool is not None:
             await pool.close()
-        closer = self._closers.pop(loop, None)
         if closer is not None:
             closer.cancel()
         await asyncio.to_thread(self.close)
+
+    def _close_on_loop(
+        self,
+        pool: AsyncConnectionPool[Any],
+        connections: weakref.WeakSet[psycopg.AsyncConnection[Any]],
+        closer: asyncio.Task[None] | None,
+    ) -> None:
+        """Start closing ``pool`` on the running loop (called there by :meth:`close`)."""
+        task = asyncio.get_running_loop().create_task(
+            _close_soon(pool, connections, closer), name="hindsight-async-pool-close"
+        )
+        self._closing_elsewhere.add(task)
+        task.add_done_callback(self._closing_elsewhere.discard)
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open"

@@ -345,3 +345,98 @@ def test_more_concurrent_filtered_recalls_than_pooled_connections_all_finish(
             answers = list(pool.map(ask, range(18)))
         assert narrow._pools._sync_pool().get_stats().get("requests_errors", 0) == 0
     assert answers == [expected] * 18
+
+
+# --- retain ----------------------------------------------------------------------------------
+
+# A longer wait than _NARROW's: a retain keeps its connection for all its statements (tens to
+# hundreds of milliseconds on a loaded machine, a bulk retain several batches), so six writers
+# on two connections may wait seconds for their turn; a stall (a writer waiting for a second
+# connection while holding one) would still end in PoolExhaustedError, after this timeout.
+_NARROW_WRITES = EngineConfig(pool_max_size=2, connect_timeout=30.0)
+_JOBS = 18
+
+
+def _writer(engine: MemoryEngine) -> MemoryEngine:
+    """A pool-of-two engine sharing the session engine's loaded models (NER, dates)."""
+    return MemoryEngine(
+        engine.dsn,
+        embedder=engine.embedder,
+        token_counter=engine.token_counter,
+        date_parser=engine.date_parser,
+        entity_extractor=engine.entity_extractor,
+        config=_NARROW_WRITES,
+    )
+
+
+def _retain_job(j: int, bank: str) -> tuple[str, dict[str, Any]]:
+    """Job ``j`` of the mixed load: which call, and its arguments. Single memories, batches,
+    documents (two ids, one retained twice by jobs that may run at once: the later replaces the
+    earlier), bulk retains in batches of two, and recalls, all into one bank."""
+    kind = j % 6
+    if kind == 0:
+        return "retain", {"items": [f"Writer {j} saw a heron in Oslo."]}
+    if kind == 1:
+        return "retain", {"items": [f"Writer {j} batch note {i} about Dana and Eli." for i in range(4)]}
+    if kind == 2:
+        doc = f"d{(j // 6) % 2}"
+        return "retain", {"items": [f"Document {doc} line {i} by {j}." for i in range(2)], "document_id": doc}
+    if kind == 3:
+        return "retain_bulk", {"items": [f"Bulk {j} item {i} on chess." for i in range(5)], "batch_size": 2}
+    return "recall", {"query": "Who saw a heron in Oslo?"}
+
+
+def _expected_memories() -> int:
+    """The bank's memories once every job has run: a document counts once (its last retain
+    replaced the others)."""
+    jobs = [_retain_job(j, "") for j in range(_JOBS)]
+    documents = {args["document_id"]: len(args["items"]) for _, args in jobs if "document_id" in args}
+    written = sum(len(args["items"]) for _, args in jobs if "items" in args and "document_id" not in args)
+    return written + sum(documents.values())
+
+
+def test_more_concurrent_retains_than_pooled_connections_all_finish(engine: MemoryEngine) -> None:
+    """Six threads on a pool of two, retains of every shape mixed with recalls into one bank:
+    every call finishes (none waits for a second connection while it holds one), no request for
+    a connection times out, and the bank holds exactly what was written."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    bank = f"launch-writes-{uuid.uuid4().hex[:10]}"
+    with _writer(engine) as narrow:
+
+        def job(j: int) -> Any:
+            call, args = _retain_job(j, bank)
+            if call == "recall":
+                return narrow.recall(args["query"], bank=bank, reranker="none")
+            method = narrow.retain if call == "retain" else narrow.retain_bulk
+            items = args.pop("items")
+            return method(items, bank=bank, progress=False, **args)
+
+        with ThreadPoolExecutor(max_workers=6) as pool:
+            results = list(pool.map(job, range(_JOBS)))
+        assert narrow._pools._sync_pool().get_stats().get("requests_errors", 0) == 0
+        assert narrow.stats(bank).memories == _expected_memories()
+    assert all(isinstance(r, RecallResult) if j % 6 >= 4 else len(r) for j, r in enumerate(results))
+
+
+async def test_more_concurrent_aretains_than_pooled_connections_all_finish(engine: MemoryEngine) -> None:
+    """The same through the async runner: six calls at a time on one loop, a pool of two."""
+    import asyncio
+
+    bank = f"launch-awrites-{uuid.uuid4().hex[:10]}"
+    async with _writer(engine) as narrow:
+        turns = asyncio.Semaphore(6)
+
+        async def job(j: int) -> Any:
+            call, args = _retain_job(j, bank)
+            async with turns:
+                if call == "recall":
+                    return await narrow.arecall(args["query"], bank=bank, reranker="none")
+                method = narrow.aretain if call == "retain" else narrow.aretain_bulk
+                items = args.pop("items")
+                return await method(items, bank=bank, progress=False, **args)
+
+        results = await asyncio.gather(*(job(j) for j in range(_JOBS)))
+        assert (await narrow._pools._async_pool()).get_stats().get("requests_errors", 0) == 0
+        assert (await narrow.astats(bank)).memories == _expected_memories()
+    assert all(isinstance(r, RecallResult) if j % 6 >= 4 else len(r) for j, r in enumerate(results))
