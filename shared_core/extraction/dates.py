@@ -32,7 +32,11 @@ Design choices (all documented here once; tests in ``tests/unit/test_dates.py``)
 * **Fuzzy counts**: "a couple of" = 2-3, "a few" = 2-4, "several" = 3-7 units
   (:data:`DEFAULT_FUZZY_COUNTS`); "a few weeks ago" is the day range those counts span.
   "the past two weeks" / "the last 3 months" / "the past year" are rolling windows ending at the
-  reference time; plain "last week" stays the calendar week.
+  reference time; plain "last week" stays the calendar week. A state that has held "for <n>
+  <units>" up to now (the present perfect, or "... now": "I've been doing yoga for 3 years now",
+  "I've had them for 3 years") is that same rolling window: it says when the state began. A
+  duration that is over or planned ("we stayed for two weeks", "I had been ill for a week")
+  dates nothing.
 * **Anchored to a date**: "the weekend / week / day / <weekday> before|after <date>", "<n> days
   after <date>", "the week of <date>" and "last Friday on <date>" resolve against that date, not
   the reference time (one extra Duckling call on the text after the relation word, only when such
@@ -56,7 +60,8 @@ Design choices (all documented here once; tests in ``tests/unit/test_dates.py``)
   Duckling sees one sentence at a time (:data:`DEFAULT_DUCKLING_CHUNK_CHARS`), and only sentences
   passing the cheap pre-check (a digit or a date word).
 * **False positives** are filtered: no latent matches; "May"/"March" lowercase or before a
-  pronoun; bare clock numbers ("at 5", "9 to 5"); "the 5th floor"; fractions ("3/4"); bare
+  pronoun; bare clock numbers ("at 5", "9 to 5"); "the 5th floor"; a spelled ordinal before a
+  count ("the first three of her dogs"); fractions ("3/4"); bare
   4-digit numbers named as ids or counts ("port 2023", "2023 visitors"); a lone "from X" is X.
 * **Failure**: any error in Duckling (or a date Python cannot represent) drops that mention, never
   raises; if Duckling cannot load at all the regex rules still run.
@@ -307,6 +312,12 @@ _NOT_DAY_AFTER: Final = frozenset(
         "percentile",
         "amendment",
     }
+)
+# A spelled ordinal followed by a count ranks things ("the first three of her dogs", "the second
+# two chapters"); a day of the month is followed by a month, "of", a year or nothing.
+_COUNT_AFTER_ORDINAL: Final = frozenset(
+    {"two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"}
+    | {"few", "couple", "several", "dozen"}
 )
 _WEEKDAY_INDEX: Final[Mapping[str, int]] = {
     day: i
@@ -857,6 +868,8 @@ def _reject_duckling(body: str, text: str, start: int, end: int, grain: str | No
     next_word = following.group(1).lower() if following else None
     if _ORDINAL_DAY.match(lowered) and next_word in _NOT_DAY_AFTER:
         return True  # "on the 5th floor"
+    if _ORDINAL_DAY.match(lowered) and next_word in _COUNT_AFTER_ORDINAL and not lowered[-1].isdigit():
+        return True  # "the first three of her dogs": a rank among things, not a day
     if lowered in _WEEKDAYS and next_word in _NOT_WEEKDAY_AFTER:
         return True  # "Sunday school"
     if lowered in _AMBIGUOUS_BARE:
@@ -1150,6 +1163,11 @@ def _rule_rolling(m: re.Match[str], ref: _dt.datetime) -> TimeWindow | None:
         count = 1  # "the past year" is the last 12 months; "last year" is the calendar year
     else:
         return None
+    return _rolling_window(ref, unit, count)
+
+
+def _rolling_window(ref: _dt.datetime, unit: str, count: int) -> TimeWindow:
+    """The ``count`` ``unit``s up to ``ref`` ("the past two weeks"), from the same day."""
     day = _floor_day(ref)
     if unit in ("day", "week"):
         start = day - _dt.timedelta(days=count * (7 if unit == "week" else 1))
@@ -1157,6 +1175,36 @@ def _rule_rolling(m: re.Match[str], ref: _dt.datetime) -> TimeWindow | None:
         start = _add_months(day.replace(day=min(day.day, 28)), -count * (12 if unit == "year" else 1))
         start = start.replace(day=day.day) if day.day <= 28 else start
     return TimeWindow(start=start, end=ref, grain=cast(DateGrain, unit))
+
+
+# A state that has held "for <n> <units>" up to now says when it began just as "for the past
+# <n> <units>" does: "I've been doing yoga for 3 years now", "I've had them for 3 years", "Been
+# playing it for a month now". It counts as ongoing when its clause is in the present perfect
+# ("been", or have / has with a past participle: not "have to", not a possessive "have a"), or
+# when "now" / "so far" / "already" follows the duration; "had been" (over before now) and a bare
+# duration ("we stayed for two weeks", "I'll be away for 3 days") say no date.
+_PERFECT: Final = re.compile(
+    r"\bbeen\b|(?:\b(?:have|has)|['’]ve)(?:n['’]t)?"
+    r"(?:\s+(?:not|never|always|already|also|just|really|only|now|since))*"
+    r"\s+(?:had|known|seen|done|kept|taught|run|led|grown|gone|held|spent|\w+ed)\b",
+    re.IGNORECASE,
+)
+_PAST_PERFECT: Final = re.compile(r"(?:\bhad|['’]d)\s+been\b", re.IGNORECASE)
+_ONGOING_AFTER: Final = re.compile(r"\s+(?:now|so\s+far|already)\b", re.IGNORECASE)
+_CLAUSE_END: Final = re.compile(r"[.!?;:\n]")
+_ONGOING_LOOKBACK_CHARS: Final = 80
+
+
+def _rule_ongoing(m: re.Match[str], ref: _dt.datetime) -> TimeWindow | None:
+    text = m.string
+    before = text[max(0, m.start() - _ONGOING_LOOKBACK_CHARS) : m.start()]
+    clause = _CLAUSE_END.split(before)[-1]
+    ongoing = _PERFECT.search(clause) is not None and _PAST_PERFECT.search(clause) is None
+    if not ongoing and _ONGOING_AFTER.match(text, m.end()) is None:
+        return None
+    if not m["plural"] and _count(m["n"])[1] != 1:
+        return None
+    return _rolling_window(ref, m["unit"].lower(), _count(m["n"])[1])
 
 
 _FLAGS: Final = re.IGNORECASE
@@ -1278,6 +1326,15 @@ _RULES: Final[tuple[tuple[re.Pattern[str], _RuleFn, bool], ...]] = (
             _FLAGS,
         ),
         _rule_rolling,
+        False,
+    ),
+    (
+        re.compile(
+            r"\bfor\s+(?:(?:about|around|almost|nearly|over|roughly|more\s+than|at\s+least)\s+)?"
+            r"(?P<n>" + _COUNT + r")\s+(?P<unit>day|week|month|year)(?P<plural>s)?\b",
+            _FLAGS,
+        ),
+        _rule_ongoing,
         False,
     ),
 )

@@ -280,6 +280,46 @@ def test_event_window(parser: DucklingDateParser, text: str, ref: dt.datetime, e
         assert (window.start, window.end, window.grain) == expected
 
 
+# A state that has held "for <n> <units>" (the perfect, or "... now") is dated as "for the past
+# <n> <units>" is: the rolling window ending at the reference time. A duration of something
+# over, planned, or not in the perfect says no date.
+ONGOING_CASES: list[tuple[str, Expected]] = [
+    ("I've been doing yoga for about 3 years now.", (d(2021, 6, 15), R_SAT, "year")),
+    ("I've had them for 3 years! Their names are Pepper and Panda.", (d(2021, 6, 15), R_SAT, "year")),
+    ("Been playing it for a month now - it's challenging.", (d(2024, 5, 15), R_SAT, "month")),
+    (
+        "My road has been a long one. I've been working on it for two years now.",
+        (d(2022, 6, 15), R_SAT, "year"),
+    ),
+    ("We have known each other for ten years.", (d(2014, 6, 15), R_SAT, "year")),
+    ("She has lived in Berlin for 5 years", (d(2019, 6, 15), R_SAT, "year")),
+    ("I haven't seen him for two weeks", (d(2024, 6, 1), R_SAT, "week")),
+    ("I'm volunteering there for a few months now", (d(2024, 2, 15), R_SAT, "month")),
+    ("They've owned the shop for over a year.", (d(2023, 6, 15), R_SAT, "year")),
+    # the rolling rule's own phrasing is unchanged
+    ("I've been doing yoga for the past 3 years.", (d(2021, 6, 15), R_SAT, "year")),
+    ("We stayed for two weeks.", None),
+    ("I'll be away for 3 days.", None),
+    ("I have to leave for two weeks.", None),
+    ("I have a trip for 2 weeks.", None),
+    ("I've been busy. We stayed for two weeks.", None),
+    ("It has been raining for 3 hours.", None),
+    ("I had been sick for two weeks.", None),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), ONGOING_CASES, ids=[c[0][:40] for c in ONGOING_CASES])
+def test_ongoing_state_is_dated_like_the_past_units(
+    parser: DucklingDateParser, text: str, expected: Expected
+) -> None:
+    window = parser.event_window(text, R_SAT)
+    if expected is None:
+        assert window is None
+    else:
+        assert window is not None
+        assert (window.start, window.end, window.grain) == expected
+
+
 # --- robustness ---------------------------------------------------------------------------------
 
 GARBAGE = [
@@ -507,6 +547,12 @@ PERIOD_PART_CASES: list[tuple[str, dt.datetime, Expected]] = [
     ("the last day of the trip", R_MON, None),
     ("the first weekend of the festival", R_MON, None),
     ("for the first time", R_MON, None),
+    # an ordinal before a count is a rank among things, not a day of the month
+    ("Which year did Mara adopt the first three of her cats?", R_MON, None),
+    ("She adopted the first two of her cats in a shelter", R_MON, None),
+    ("We kept the first few of them", R_MON, None),
+    ("I read the second three chapters", R_MON, None),
+    ("the first of May", R_SAT, (d(2024, 5, 1), eod(2024, 5, 1), "day")),
     ("I know this is the third time it's happened", R_MON, None),
     ("What's the second one's name?", R_MON, None),
     ("my last year of college", R_MON, None),
