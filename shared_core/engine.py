@@ -504,16 +504,7 @@ class MemoryEngine:
         >>> engine.declare_filter_index(bank="support", filter={"team": "er"})  # doctest: +SKIP
         'memory_units_filter_4f1d0c2a_9b8e...'
         """
-        opts = RecallOptions(bank=bank, filter=filter, tags=tags, tags_match=tags_match)
-        return self.run(
-            declare_filter_index(
-                opts.bank,
-                self.embedder.dimension,
-                filter=opts.filter,
-                tags=opts.tags,
-                tags_match=opts.tags_match,
-            )
-        )
+        return self.run(self._declare_filter_index_plan(bank, filter, tags, tags_match))
 
     async def adeclare_filter_index(
         self,
@@ -524,15 +515,20 @@ class MemoryEngine:
         tags_match: TagsMatch = "any",
     ) -> str:
         """Async twin of :meth:`declare_filter_index`."""
+        return await self.arun(self._declare_filter_index_plan(bank, filter, tags, tags_match))
+
+    def _declare_filter_index_plan(
+        self,
+        bank: str,
+        filter: Mapping[str, Any] | None,
+        tags: Sequence[str] | None,
+        tags_match: TagsMatch,
+    ) -> Plan[str]:
+        """The options checked as recall checks them (typed errors before anything runs), then
+        the plan building the index for this engine's query vectors."""
         opts = RecallOptions(bank=bank, filter=filter, tags=tags, tags_match=tags_match)
-        return await self.arun(
-            declare_filter_index(
-                opts.bank,
-                self.embedder.dimension,
-                filter=opts.filter,
-                tags=opts.tags,
-                tags_match=opts.tags_match,
-            )
+        return declare_filter_index(
+            opts.bank, self.embedder.dimension, filter=opts.filter, tags=opts.tags, tags_match=opts.tags_match
         )
 
     # ---------------------------------------------------------------- read / delete

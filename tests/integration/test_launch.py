@@ -19,6 +19,7 @@ from shared_core.recall import pipeline
 from shared_core.recall.arms import ScoredRow
 from shared_core.recall.arms.keyword import KEYWORD
 from shared_core.storage.plan import Collect, Compute, Launch, Plan, Query
+from tests.engines import sharing_models
 
 
 def _running(dsn: str, marker: str) -> bool:
@@ -359,14 +360,7 @@ _JOBS = 18
 
 def _writer(engine: MemoryEngine) -> MemoryEngine:
     """A pool-of-two engine sharing the session engine's loaded models (NER, dates)."""
-    return MemoryEngine(
-        engine.dsn,
-        embedder=engine.embedder,
-        token_counter=engine.token_counter,
-        date_parser=engine.date_parser,
-        entity_extractor=engine.entity_extractor,
-        config=_NARROW_WRITES,
-    )
+    return sharing_models(engine, config=_NARROW_WRITES)
 
 
 def _retain_job(j: int, bank: str) -> tuple[str, dict[str, Any]]:

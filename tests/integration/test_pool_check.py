@@ -17,6 +17,7 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from shared_core import MemoryEngine
 from shared_core.storage import pools
+from tests.engines import sharing_models
 
 
 @pytest.fixture
@@ -25,13 +26,7 @@ def tagged(engine: MemoryEngine) -> Iterator[tuple[MemoryEngine, str]]:
     so its backends (and only its) can be terminated; shares the session engine's models."""
     name = f"poolcheck-{uuid.uuid4().hex[:8]}"
     dsn = make_conninfo(engine.dsn, application_name=name)
-    eng = MemoryEngine(
-        dsn,
-        embedder=engine.embedder,
-        token_counter=engine.token_counter,
-        date_parser=engine.date_parser,
-        entity_extractor=engine.entity_extractor,
-    )
+    eng = sharing_models(engine, dsn)
     yield eng, name
     eng.close()
 

@@ -24,6 +24,7 @@ from shared_core import MemoryEngine
 from shared_core.config import EngineConfig
 from shared_core.errors import DatabaseUnavailableError, HindsightError, PoolExhaustedError
 from shared_core.storage.plan import Compute, Concurrently, Plan, Query
+from tests.engines import sharing_models
 
 # The pool's wait, short so that each exhausted call fails in about a second.
 _TIMEOUT_S = 1.0
@@ -34,14 +35,7 @@ _GUARD_S = 60.0
 
 def _engine(engine: MemoryEngine, **config: Any) -> MemoryEngine:
     """An engine on the session's server, sharing its loaded models."""
-    return MemoryEngine(
-        engine.dsn,
-        embedder=engine.embedder,
-        token_counter=engine.token_counter,
-        date_parser=engine.date_parser,
-        entity_extractor=engine.entity_extractor,
-        config=EngineConfig(**config),
-    )
+    return sharing_models(engine, config=EngineConfig(**config))
 
 
 def _guarded(call: Callable[[], Any]) -> Any:

@@ -11,6 +11,7 @@ from collections import Counter
 import pytest
 
 from shared_core import MemoryEngine
+from tests.engines import sharing_models
 
 from .conftest import consistency_problems
 
@@ -29,16 +30,7 @@ def test_eight_clients_for_thirty_seconds(engine: MemoryEngine) -> None:
     counts: list[Counter[str]] = [Counter() for _ in range(CLIENTS)]
     errors: list[BaseException] = []
     # Each client has an engine of its own (its own pools), sharing the loaded models.
-    engines = [
-        MemoryEngine(
-            engine.dsn,
-            embedder=engine.embedder,
-            token_counter=engine.token_counter,
-            date_parser=engine.date_parser,
-            entity_extractor=engine.entity_extractor,
-        )
-        for _ in range(CLIENTS)
-    ]
+    engines = [sharing_models(engine) for _ in range(CLIENTS)]
     for eng in engines:  # models loaded and schema migrated before the clock starts
         eng.stats(shared)
     deadline = time.monotonic() + SECONDS

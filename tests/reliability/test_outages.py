@@ -19,6 +19,7 @@ import pytest
 from shared_core import MemoryEngine
 from shared_core.config import EngineConfig
 from shared_core.errors import DatabaseUnavailableError
+from tests.engines import sharing_models
 
 from .conftest import SecondServer
 
@@ -29,14 +30,7 @@ CONNECT_TIMEOUT = 2.0
 
 def _engine(engine: MemoryEngine, dsn: str, **config: Any) -> MemoryEngine:
     """An engine on ``dsn`` sharing the session engine's loaded models."""
-    return MemoryEngine(
-        dsn,
-        embedder=engine.embedder,
-        token_counter=engine.token_counter,
-        date_parser=engine.date_parser,
-        entity_extractor=engine.entity_extractor,
-        config=EngineConfig(connect_timeout=CONNECT_TIMEOUT, **config),
-    )
+    return sharing_models(engine, dsn, EngineConfig(connect_timeout=CONNECT_TIMEOUT, **config))
 
 
 def _backends(server: SecondServer) -> int:
