@@ -315,10 +315,12 @@ _NOT_DAY_AFTER: Final = frozenset(
 )
 # A spelled ordinal followed by a count ranks things ("the first three of her dogs", "the second
 # two chapters"); a day of the month is followed by a month, "of", a year or nothing.
-_COUNT_AFTER_ORDINAL: Final = frozenset(
-    {"two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"}
-    | {"few", "couple", "several", "dozen"}
-)
+_COUNT_AFTER_ORDINAL: Final = frozenset(word for word, n in _NUMBER_WORDS.items() if n > 1) | {
+    "few",
+    "couple",
+    "several",
+    "dozen",
+}
 _WEEKDAY_INDEX: Final[Mapping[str, int]] = {
     day: i
     for i, day in enumerate(("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"))
