@@ -30,6 +30,16 @@ T = TypeVar("T")
 DIM = 384
 
 
+def hashed_words(texts: Sequence[str], dim: int = DIM) -> npt.NDArray[np.float32]:
+    """Bag-of-words unit vectors, each word hashed to one axis: a model-free encoder for the
+    benchmark corpus builders (stable within a process; ``hash`` is salted per process)."""
+    out = np.zeros((len(texts), dim), dtype=np.float32)
+    for i, text in enumerate(texts):
+        for word in text.lower().split():
+            out[i, hash(word) % dim] += 1.0
+    return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
+
+
 def unit_vector(cos: float, axis: int, base: int = 0, dim: int = DIM) -> list[float]:
     """A unit vector at cosine ``cos`` to ``e_base`` (``axis`` != ``base``)."""
     v = np.zeros(dim, dtype=np.float64)

@@ -14,6 +14,8 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
+from tests.fakes import hashed_words
+
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCH))
 
@@ -27,11 +29,7 @@ import server_settings as SS  # noqa: E402
 
 
 def _encoder(texts: list[str]) -> npt.NDArray[np.float32]:
-    out = np.zeros((len(texts), C.DIMENSION), dtype=np.float32)
-    for i, text in enumerate(texts):
-        for word in text.lower().split():
-            out[i, hash(word) % C.DIMENSION] += 1.0
-    return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
+    return hashed_words(texts, C.DIMENSION)
 
 
 def test_quantiles_interpolate_like_numpy() -> None:

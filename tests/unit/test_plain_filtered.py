@@ -16,6 +16,8 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
+from tests.fakes import hashed_words
+
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCH))
 
@@ -25,11 +27,7 @@ import recall_latency as R  # noqa: E402
 
 
 def _encoder(texts: list[str]) -> npt.NDArray[np.float32]:
-    out = np.zeros((len(texts), C.DIMENSION), dtype=np.float32)
-    for i, text in enumerate(texts):
-        for word in text.lower().split():
-            out[i, hash(word) % C.DIMENSION] += 1.0
-    return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
+    return hashed_words(texts, C.DIMENSION)
 
 
 def test_plain_filters_select_what_the_library_filters_select(engine: object, bank: str) -> None:
