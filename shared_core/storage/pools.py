@@ -248,7 +248,8 @@ class Pools:
         # Closes scheduled on loops still running elsewhere, held until done (a loop keeps only
         # a weak reference to a task).
         self._closing_elsewhere: set[asyncio.Task[None]] = set()
-        # Set when a close starts: no pool opens from then on (see aclose).
+        # Set when a close starts (close() or aclose(), so whenever ``closed`` is): no pool opens
+        # from then on (see aclose).
         self._closing = False
         self.closed = False
         # When a connection attempt last failed: a pool timeout near it is an outage, not an
@@ -337,7 +338,7 @@ class Pools:
         await conn.commit()
 
     def _sync_pool(self) -> ConnectionPool[Any]:
-        if self.closed or self._closing:
+        if self._closing:
             raise HindsightError("this engine is closed")
         if self._pool is None:
             with self._lock:
@@ -366,7 +367,7 @@ class Pools:
         pool = self._async_pools.get(loop)
         if pool is not None:
             return pool
-        if self.closed or self._closing:
+        if self._closing:
             # A call racing aclose() (a read retried after a timeout, say) used to open a new
             # pool while aclose awaited the old one's close; close() then left it to its loop
             # and dropped its closer, and at the loop's shutdown its workers, cancelled in the
@@ -414,7 +415,7 @@ class Pools:
             name="hindsight-async",
         )
         await pool.open()
-        if self.closed or self._closing:  # closed while this pool opened: it must not outlive it
+        if self._closing:  # closed while this pool opened: it must not outlive it
             await pool.close()
             raise HindsightError("this engine is closed")
         self._async_pools[loop] = pool
