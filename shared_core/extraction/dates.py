@@ -37,6 +37,12 @@ Design choices (all documented here once; tests in ``tests/unit/test_dates.py``)
   "I've had them for 3 years") is that same rolling window: it says when the state began. A
   duration that is over or planned ("we stayed for two weeks", "I had been ill for a week")
   dates nothing.
+* **Just done** (:meth:`DucklingDateParser.event_window` only, when the text writes no date): an
+  event told as just done happened about when it was said. "I just signed with a new team" /
+  "we finally moved" (``just`` / ``finally`` before a past tense) is the past week up to the
+  reference time; "I took a class recently" and "since we last talked, ..." the past month.
+  "just" meaning only ("I just wanted to say", "it's just called X"), habits, states ("busy
+  lately") and questions date nothing, and a query's window never comes from it.
 * **Anchored to a date**: "the weekend / week / day / <weekday> before|after <date>", "<n> days
   after <date>", "the week of <date>" and "last Friday on <date>" resolve against that date, not
   the reference time (one extra Duckling call on the text after the relation word, only when such
@@ -1227,13 +1233,15 @@ _PAST_FORMS: Final = frozenset(
 )
 # After a present "be" ("it's just called X": "'s" is read as "has" after other subjects, as in
 # "she's just left") the participle is a state; after "always" / "never" ... a habit; a question
-# ("Have you watched anything good recently?", "What's new since we last talked?") tells nothing. "-ed" words that are no past tense, and past tenses of wanting, feeling or thinking, which
-# after "just" mean "only" ("I just wanted to say", "I just loved it") rather than "a moment ago".
-_NOT_EVENTS: Final = frozenset(
-    "need feed seed speed breed weed shed bed red wed sled ahead instead indeed proceed succeed"
-    " exceed wanted needed meant hoped wished thought felt seemed loved liked hated knew wondered"
-    " figured guessed assumed believed preferred cared used supposed".split()
-)
+# ("Have you watched anything good recently?", "What's new since we last talked?") tells nothing.
+# "-ed" words that are no past tense, and past tenses of wanting, feeling or thinking, which
+# after "just" mean "only" ("I just wanted to say", "I just loved it") rather than "a moment ago":
+_NOT_EVENT_WORDS: Final = """
+need feed seed speed breed weed shed bed red wed sled ahead instead indeed proceed succeed exceed
+wanted needed meant hoped wished thought felt seemed loved liked hated knew wondered figured guessed
+assumed believed preferred cared used supposed
+"""
+_NOT_EVENTS: Final = frozenset(_NOT_EVENT_WORDS.split())
 # ... and these before "to" ("I just had to tell you", "I've just got to go").
 _NOT_EVENTS_BEFORE_TO: Final = frozenset({"had", "got", "happened", "tried"})
 _EVENT_ADVERB: Final = re.compile(
