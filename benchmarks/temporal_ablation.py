@@ -26,6 +26,9 @@ LoCoMo 5-9, traces of main 7a03c22: 81.6 / 80.0 temporal against 81.4 / 79.6, as
 
     .venv/bin/python benchmarks/reranker_data.py --conversations all --data-dir /tmp/when-rr
     .venv/bin/python benchmarks/temporal_ablation.py --data-dir /tmp/when-rr --conversations 5-9
+
+``--against DIR`` compares two trees' traces question by question (DIR's before, ``--data-dir``'s
+after): every temporal question whose R@10 moved, its gold turns' ranks and dates.
 """
 
 from __future__ import annotations
@@ -156,6 +159,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="also: the temporal questions' gold turns in the top 10, by question kind and dated or not",
     )
+    p.add_argument(
+        "--against",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="also: every temporal question whose ours or no-temporal R@10 differs between DIR's "
+        "traces (before) and --data-dir's (after), with its gold turns' ranks and whether they state a date",
+    )
+    p.add_argument("--show-text", action="store_true", help="with --against: print the questions' text")
     args = p.parse_args(argv)
     locomo = args.dataset == "locomo"
     cats = T.LOCOMO_CATEGORIES if locomo else CATEGORIES
@@ -196,7 +208,83 @@ def main(argv: Sequence[str] | None = None) -> int:
                         f"| {kind} | {'yes' if dated else 'no'} | {len(ours)} | "
                         f"{100 * np.mean(ours):.1f} | {100 * np.mean(blind):.1f} |"
                     )
+    if args.against is not None:
+        _print_changes(
+            args.against, args.data_dir, args.dataset, list(convs), model, show_text=args.show_text
+        )
     return 0
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class _Outcome:
+    kind: str
+    r10: tuple[float, float]  # ours, no-temporal
+    ranks: dict[str, tuple[int | None, int | None]]  # gold dia id -> rank in ours, no-temporal
+    dated: dict[str, bool]  # gold dia id -> states its own date
+
+
+def _outcomes(
+    data_dir: Path, dataset: str, convs: list[int], model: LearnedScorer
+) -> dict[tuple[int, int], tuple[str, _Outcome]]:
+    """Each temporal question's (conversation, number) -> (text, outcome) in ``data_dir``'s traces."""
+    out: dict[tuple[int, int], tuple[str, _Outcome]] = {}
+    for conv, block in zip(convs, load_rows(data_dir, dataset, convs), strict=True):
+        for n, (raw, q) in enumerate(zip(block["questions"], T.questions_of(block), strict=True)):
+            if dataset == "locomo" and q.category != 2:
+                continue
+            text = raw["question"]
+            o = orders(q, text, model)
+
+            def rank(order: list[str], gold: str) -> int | None:
+                return order.index(gold) + 1 if gold in order else None
+
+            out[(conv, n)] = (
+                text,
+                _Outcome(
+                    kind=_kind(q, text),
+                    r10=(
+                        T.recall_at(o["ours"], q.evidence, 10),
+                        T.recall_at(o["no-temporal"], q.evidence, 10),
+                    ),
+                    ranks={g: (rank(o["ours"], g), rank(o["no-temporal"], g)) for g in q.evidence},
+                    dated={
+                        q.dia_ids[i]: q.signals[i].occurred_start is not None
+                        or q.signals[i].occurred_end is not None
+                        for i in np.flatnonzero(q.labels > 0)
+                    },
+                ),
+            )
+    return out
+
+
+def _print_changes(
+    before_dir: Path,
+    after_dir: Path,
+    dataset: str,
+    convs: list[int],
+    model: LearnedScorer,
+    *,
+    show_text: bool,
+) -> None:
+    before = _outcomes(before_dir, dataset, convs, model)
+    after = _outcomes(after_dir, dataset, convs, model)
+    print(f"\nTemporal questions whose R@10 changed, {before_dir} -> {after_dir}:\n")
+    for key, (text, b) in before.items():
+        a = after[key][1]
+        if a.r10 == b.r10:
+            continue
+        label = f"{text!r} " if show_text else ""
+        print(
+            f"- conv {key[0]} q{key[1]} {label}[{a.kind}] ours {b.r10[0]:.2f} -> {a.r10[0]:.2f}, "
+            f"no-temporal {b.r10[1]:.2f} -> {a.r10[1]:.2f}; gold (rank ours, no-temporal; dated): "
+            + ", ".join(
+                f"{g} {b.ranks[g]} {b.dated.get(g)} -> {a.ranks[g]} {a.dated.get(g)}" for g in b.ranks
+            )
+        )
+    for system, i in (("ours", 0), ("no-temporal", 1)):
+        mean_b = 100 * np.mean([o.r10[i] for _, o in before.values()])
+        mean_a = 100 * np.mean([o.r10[i] for _, o in after.values()])
+        print(f"{system}: R@10 {mean_b:.1f} -> {mean_a:.1f} (n={len(before)})")
 
 
 if __name__ == "__main__":
