@@ -37,12 +37,6 @@ Design choices (all documented here once; tests in ``tests/unit/test_dates.py``)
   "I've had them for 3 years") is that same rolling window: it says when the state began. A
   duration that is over or planned ("we stayed for two weeks", "I had been ill for a week")
   dates nothing.
-* **Just done** (:meth:`DucklingDateParser.event_window` only, when the text writes no date): an
-  event told as just done happened about when it was said. "I just signed with a new team" /
-  "we finally moved" (``just`` / ``finally`` before a past tense) is the past week up to the
-  reference time; "I took a class recently" and "since we last talked, ..." the past month.
-  "just" meaning only ("I just wanted to say", "it's just called X"), habits, states ("busy
-  lately") and questions date nothing, and a query's window never comes from it.
 * **Anchored to a date**: "the weekend / week / day / <weekday> before|after <date>", "<n> days
   after <date>", "the week of <date>" and "last Friday on <date>" resolve against that date, not
   the reference time (one extra Duckling call on the text after the relation word, only when such
@@ -88,7 +82,6 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, cast
 
-from shared_core.recall.inflections import IRREGULAR_VERBS
 from shared_core.timeutil import add_months
 from shared_core.types import DATE_GRAINS, DateGrain, DateMention, TimeWindow, as_utc
 
@@ -1216,88 +1209,6 @@ def _rule_ongoing(m: re.Match[str], ref: _dt.datetime) -> TimeWindow | None:
     return _rolling_window(ref, m["unit"].lower(), _count(m["n"])[1])
 
 
-# An event told as just done says when it happened: about when it was said. "I just signed with
-# a new team", "We finally moved", "I took a class recently", "Since we last talked, I've ..."
-# (the perfective aspect: "just" / "finally" before a past tense or participle, "recently" in a
-# clause with one, "since we last talked" and its variants). Such a memory, when it writes no
-# date of its own, is dated to a short window ending at the time it was said
-# (:meth:`DucklingDateParser.event_window` only: a query saying "just" names no time): the past
-# week for "just" / "finally", the past month for "recently" and "since we last talked" (a
-# conversation's sessions are weeks apart). Not an event: "just" meaning only ("I just wanted to
-# say hi", "it's just called X", "I just love it"), a state ("I've been busy lately": "lately"
-# goes with states, so it is not read), a present or future tense. The rule is English aspect,
-# not a corpus's phrases; the 13 of 33 undated temporal gold turns of LoCoMo 0-4 told this way
-# are where it came from (qual, 2026-12-02).
-_PAST_FORMS: Final = frozenset(
-    {form for row in IRREGULAR_VERBS for form in row[3:] if form != row[0]} | {"had", "did"}
-)
-# After a present "be" ("it's just called X": "'s" is read as "has" after other subjects, as in
-# "she's just left") the participle is a state; after "always" / "never" ... a habit; a question
-# ("Have you watched anything good recently?", "What's new since we last talked?") tells nothing.
-# "-ed" words that are no past tense, and past tenses of wanting, feeling or thinking, which
-# after "just" mean "only" ("I just wanted to say", "I just loved it") rather than "a moment ago":
-_NOT_EVENT_WORDS: Final = """
-need feed seed speed breed weed shed bed red wed sled ahead instead indeed proceed succeed exceed
-wanted needed meant hoped wished thought felt seemed loved liked hated knew wondered figured guessed
-assumed believed preferred cared used supposed
-"""
-_NOT_EVENTS: Final = frozenset(_NOT_EVENT_WORDS.split())
-# ... and these before "to" ("I just had to tell you", "I've just got to go").
-_NOT_EVENTS_BEFORE_TO: Final = frozenset({"had", "got", "happened", "tried"})
-_EVENT_ADVERB: Final = re.compile(
-    r"(?P<be>\b(?:is|are|am|be|being|(?:it|that|this|there|here|what)['’]s|always|never|usually|often"
-    r"|sometimes)\s+|['’](?:re|m)\s+)?"
-    r"\b(?:just|finally)\s+"
-    r"(?:(?:recently|now|officially|also|really)\s+)?(?P<verb>[a-z]+)\b(?P<to>\s+to\b)?",
-    re.IGNORECASE,
-)
-_RECENTLY: Final = re.compile(r"\brecently\b", re.IGNORECASE)
-_WORD: Final = re.compile(r"[a-z]+", re.IGNORECASE)
-_SINCE_LAST_TALKED: Final = re.compile(
-    r"\bsince\s+(?:(?:we|i|you)\s+(?:last\s+)?(?:talked|spoke|chatted|caught\s+up|texted|called)\b"
-    r"|(?:we|i|you)\s+last\s+(?:met|saw|heard)\b|(?:the\s+)?last\s+time\b"
-    r"|our\s+last\s+(?:chat|talk|conversation|call|catch[-\s]?up|meeting)\b)",
-    re.IGNORECASE,
-)
-
-
-_SENTENCE_END: Final = re.compile(r"[.!?\n]")
-
-
-def _in_question(text: str, pos: int) -> bool:
-    """Whether the sentence holding ``pos`` ends with a question mark."""
-    end = _SENTENCE_END.search(text, pos)
-    return end is not None and end.group() == "?"
-
-
-def _is_event_verb(word: str) -> bool:
-    low = word.lower()
-    if low in _NOT_EVENTS:
-        return False
-    return low in _PAST_FORMS or (len(low) > 3 and low.endswith("ed"))
-
-
-def _aspect_window(text: str, ref: _dt.datetime) -> TimeWindow | None:
-    """The window of an event ``text`` tells as just done (above), or None."""
-    for m in _EVENT_ADVERB.finditer(text):
-        verb = m["verb"].lower()
-        if m["be"] or not _is_event_verb(verb) or (m["to"] and verb in _NOT_EVENTS_BEFORE_TO):
-            continue
-        if not _in_question(text, m.end()):
-            return _rolling_window(ref, "week", 1)
-    if any(not _in_question(text, m.end()) for m in _SINCE_LAST_TALKED.finditer(text)):
-        return _rolling_window(ref, "month", 1)
-    for m in _RECENTLY.finditer(text):
-        if _in_question(text, m.end()):
-            continue
-        start = max((e.end() for e in _CLAUSE_END.finditer(text, 0, m.start())), default=0)
-        end = _CLAUSE_END.search(text, m.end())
-        clause = text[start : end.start() if end else len(text)]
-        if any(_is_event_verb(w) for w in _WORD.findall(clause)):
-            return _rolling_window(ref, "month", 1)
-    return None
-
-
 _FLAGS: Final = re.IGNORECASE
 _PART: Final = (
     r"(?:(?P<part>early|mid|late)(?:\s*-\s*|\s+)"
@@ -1421,8 +1332,7 @@ _RULES: Final[tuple[tuple[re.Pattern[str], _RuleFn, bool], ...]] = (
     ),
     (
         re.compile(
-            r"\bfor\s+(?:(?:about|around|almost|nearly|over|roughly|more\s+than|at\s+least|less\s+than"
-            r"|(?:just\s+)?(?:under|over))\s+)?"
+            r"\bfor\s+(?:(?:about|around|almost|nearly|over|roughly|more\s+than|at\s+least)\s+)?"
             r"(?P<n>" + _COUNT + r")\s+(?P<unit>day|week|month|year)(?P<plural>s)?\b",
             _FLAGS,
         ),
@@ -1831,11 +1741,7 @@ class DucklingDateParser:
         """
         mentions = self.parse_dates(text, mentioned_at)
         if not mentions:
-            try:  # an event told as just done: about when it was said (_aspect_window)
-                return _aspect_window(text[: self.max_text_chars], as_utc(mentioned_at))
-            except Exception:  # a date must never crash a retain
-                _LOG.debug("aspect dating failed", exc_info=True)
-                return None
+            return None
         best = min(mentions, key=lambda m: (m.window.grain in _SUB_DAY, m.window.span, m.start_char))
         return best.window
 

@@ -296,8 +296,6 @@ ONGOING_CASES: list[tuple[str, Expected]] = [
     ("I haven't seen him for two weeks", (d(2024, 6, 1), R_SAT, "week")),
     ("I'm volunteering there for a few months now", (d(2024, 2, 15), R_SAT, "month")),
     ("They've owned the shop for over a year.", (d(2023, 6, 15), R_SAT, "year")),
-    ("I've been playing professionally for just under a year now.", (d(2023, 6, 15), R_SAT, "year")),
-    ("We've lived here for less than two years.", (d(2022, 6, 15), R_SAT, "year")),
     # the rolling rule's own phrasing is unchanged
     ("I've been doing yoga for the past 3 years.", (d(2021, 6, 15), R_SAT, "year")),
     ("We stayed for two weeks.", None),
@@ -320,70 +318,6 @@ def test_ongoing_state_is_dated_like_the_past_units(
     else:
         assert window is not None
         assert (window.start, window.end, window.grain) == expected
-
-
-# An event told as just done ("I just signed with a new team", "I took a class recently", "since
-# we last talked, I've ...") happened about when it was said: with no date written, the memory is
-# dated to a short window ending at the reference time (the past week for "just" / "finally" with
-# a past tense, the past month for "recently" and "since we last talked"). A date written in the
-# text wins; a state ("I've been busy lately"), "just" meaning only ("I just wanted to say hi",
-# "it's just called X"), a habit ("I've always just ..."), a question ("Have you seen anything
-# good recently?") or a present tense dates nothing. Memories only: a query's window is
-# unchanged ("What did Gina just launch?" names no time).
-_WEEK = (d(2024, 6, 8), R_SAT, "week")
-_MONTH = (d(2024, 5, 15), R_SAT, "month")
-ASPECT_CASES: list[tuple[str, Expected]] = [
-    ("I just signed with a new team - excited for the season!", _WEEK),
-    ("Hey! Long time no see. I just launched an ad campaign for my store.", _WEEK),
-    ("A lot's happened - I just got accepted for a fashion internship!", _WEEK),
-    ("Just skyped with that fan I met in CA and had a great time.", _WEEK),
-    ("My wife and I just left for our vacation!", _WEEK),
-    ("She has just finished her thesis.", _WEEK),
-    ("I've just bought a house", _WEEK),
-    ("We finally moved into the new flat.", _WEEK),
-    ("I've finally found a job I love.", _WEEK),
-    ("I took a pottery class recently, and it was great!", _MONTH),
-    ("I recently adopted a puppy.", _MONTH),
-    ("Since we last talked, I've had quite the adventure!", _MONTH),
-    ("Since we spoke last, I changed jobs.", _MONTH),
-    # a date written in the text wins over the aspect
-    ("I just got back from Paris yesterday.", (d(2024, 6, 14), eod(2024, 6, 14), "day")),
-    ("I just found my photos from 2019.", (d(2019, 1, 1), eod(2019, 12, 31), "year")),
-    # states, "just" as "only", the present or the future date nothing
-    ("I just wanted to say hi.", None),
-    ("I just had to tell you about it.", None),
-    ("It's just called the Blue Room.", None),
-    ("I just love painting.", None),
-    ("I'm just going to relax at home.", None),
-    ("Things have been hectic lately.", None),
-    ("I'll just call you later.", None),
-    ("We met at a concert.", None),
-    ("I haven't talked to him since we met.", None),
-    ("Recently is a strange word.", None),
-    ("I've always just stayed away from them.", None),
-    # a question tells no event
-    ("Have you watched any good movies recently?", None),
-    ("Hey! What's been up since we last chatted?", None),
-    ("Did you just get back? I just moved in!", _WEEK),
-]
-
-
-@pytest.mark.parametrize(("text", "expected"), ASPECT_CASES, ids=[c[0][:40] for c in ASPECT_CASES])
-def test_event_told_as_just_done_is_dated_to_when_it_was_said(
-    parser: DucklingDateParser, text: str, expected: Expected
-) -> None:
-    window = parser.event_window(text, R_SAT)
-    if expected is None:
-        assert window is None
-    else:
-        assert window is not None
-        assert (window.start, window.end, window.grain) == expected
-
-
-@pytest.mark.parametrize("text", ["What did Gina just launch?", "I just signed with a new team"])
-def test_aspect_dates_no_query_and_no_mention(parser: DucklingDateParser, text: str) -> None:
-    assert parser.parse_query_dates(text, R_SAT) is None
-    assert parser.parse_dates(text, R_SAT) == []
 
 
 # --- robustness ---------------------------------------------------------------------------------
