@@ -173,6 +173,19 @@ for _name, _config, _settings in (
     }
 
 
+# A broad metadata filter (every turn carries dia_id, so it admits the whole bank): the
+# semantic arm's walk of the HNSW index with fewer hits, forced at any estimate
+# (filter_walk_min_estimate 0: LoCoMo banks hold ~600 memories), against the exact ranking of
+# every match (None). Issue 13 item 3's quality check of the broad-filter path.
+for _name, _floor in (("filter-exact", None), ("filter-walk", 0)):
+    OURS_CONFIGS[_name] = {
+        "budget": "mid",
+        "max_tokens": 16384,
+        "filter": {"dia_id": {"$exists": True}},
+        "settings": {"filter_walk_min_estimate": _floor},
+    }
+
+
 def _variant(name: str, **settings: Any) -> None:
     OURS_CONFIGS[name] = {"budget": "mid", "max_tokens": 16384, "settings": settings}
 
