@@ -106,14 +106,6 @@ def recall_plan(ctx: RecallContext, query: str, opts: RecallOptions) -> Plan[Rec
         if name in running and arm.vector_free and (first := arm.start(unembedded)) is not None
     }
     launched = (yield Launch(tuple(early.values()))) if early else None
-    # So do the statements of the arms' ``prepare`` that need no vector (a filter's estimate,
-    # its range lookups, whether the bank has a declared index): their round trip, which
-    # preceded the arms (the `filter_estimate` stage: 0.8 ms p50 quiet, 3-6 ms at load 6-9),
-    # overlaps the embedding instead. One launch per arm, collected by its ``prepare``.
-    prepared: dict[ArmName, Launched] = {}
-    for name, arm in ARMS.items():
-        if name in running and arm.prepare is not None and arm.early and (pre := arm.early(unembedded)):
-            prepared[name] = yield Launch(pre)
     vector, window = yield Compute(_analyse, (ctx, text, now, opts.window, watch))
     aq = dataclasses.replace(unembedded, vector=vector, window=window)
     # Loads the cross-encoder on first use; its kind picks the arm weights and boosts.
@@ -165,7 +157,7 @@ def recall_plan(ctx: RecallContext, query: str, opts: RecallOptions) -> Plan[Rec
         return rows
 
     arms, known = yield from _search(
-        aq, opts.arm_names, running, (tuple(early), launched), watch, notes, ahead=ahead, prepared=prepared
+        aq, opts.arm_names, running, (tuple(early), launched), watch, notes, ahead=ahead
     )
     with watch.stage("fusion"):
         cut = fuse(arms)
@@ -293,7 +285,6 @@ def _search(
     notes: list[str],
     *,
     ahead: _Ahead | None = None,
-    prepared: Mapping[ArmName, Launched] | None = None,
 ) -> Plan[tuple[dict[ArmName, list[ArmHit]], dict[str, MemoryRow]]]:
     """The arms' hits, and the rows of those an arm read whole (the semantic arm's, for
     hydration), in two rounds, after each running arm's ``prepare`` (if it has one): first
@@ -311,9 +302,6 @@ def _search(
     connection of its own, not holding the plan's while its launched statements wait for
     one); stage ``seeded_arms`` is what is left of the second round after that.
 
-    ``prepared``: the handles of the arms' ``early`` statements, launched before the
-    embedding, each collected by its arm's ``prepare``.
-
     ``ahead``, while the second round runs: the candidates the first round's hits fuse into are
     hydrated (stage ``hydrate_ahead``), since those the seeded arms add or push out are few
     (the graph returned no row for 42 of the 50 bench queries at 100k); hydration after fusion
@@ -326,7 +314,7 @@ def _search(
     # connections (tests/integration/test_launch.py).
     for name, arm in ARMS.items():
         if name in running and arm.prepare is not None:
-            aq = yield from _one_offs(arm.prepare(aq, watch, (prepared or {}).get(name)))
+            aq = yield from _one_offs(arm.prepare(aq, watch))
     first = [name for name, arm in ARMS.items() if name in running and not arm.needs]
     seeded = [name for name, arm in ARMS.items() if name in running and arm.needs]
     rows = yield from _first_round(aq, first, early, watch)

@@ -24,7 +24,7 @@ from shared_core.recall.filters import compile_filter
 from shared_core.recall.options import RecallOptions
 from shared_core.recall.pipeline import recall_plan
 from shared_core.recall.settings import RecallSettings
-from shared_core.storage.plan import Compute, Concurrently, Launch, Operation, Pipeline, Query
+from shared_core.storage.plan import Concurrently, Launch, Operation, Pipeline, Query
 from shared_core.types import FACT_TYPES
 from tests.fakes import run_recorded, statement_text
 from tests.unit.test_plans import A, B, _answer, _context
@@ -292,21 +292,3 @@ def test_a_narrow_filter_is_ranked_exactly_even_with_a_declared_index() -> None:
     )
     assert not _plan_questions(ops)
     assert "few" in _semantic(ops)
-
-
-def test_the_estimate_is_launched_before_the_query_is_embedded() -> None:
-    """The estimate (with the declared-index check beside it) reads neither the query's vector
-    nor its window: it runs while the query is embedded, and the semantic arm's ``prepare``
-    collects it, so its round trip no longer precedes the arms."""
-    result, ops = run_recorded(
-        recall_plan(_context(), "Where does Bob live?", RecallOptions(trace=True, filter={"team": "er"})),
-        _estimating(10.0),
-    )
-    (estimate,) = _estimate_ops(ops)
-    launch = ops[estimate]
-    assert isinstance(launch, Launch)
-    assert any("pg_class" in statement_text(q) for q in launch.queries)
-    embedding = next(i for i, op in enumerate(ops) if isinstance(op, Compute))
-    assert estimate < embedding < _first_round(ops)
-    assert "few" in _semantic(ops)
-    assert result.trace is not None and "filter_estimate" in result.trace.timings_ms

@@ -45,7 +45,7 @@ from shared_core.recall.settings import RecallSettings
 from shared_core.recall.timing import Stopwatch
 from shared_core.slots import builder
 from shared_core.storage.dimensions import Dimension
-from shared_core.storage.plan import Launched, Plan, Query
+from shared_core.storage.plan import Plan, Query
 from shared_core.types import ArmName, FactType, TimeWindow
 
 __all__ = ["Arm", "ArmQuery", "ArmResult", "ScoredRow", "ranked", "rows_or_raise", "tag_clause"]
@@ -172,20 +172,15 @@ class Arm:
     ``needs`` names the arms whose hits ``start`` reads from :attr:`ArmQuery.prior`: the arm
     starts after them (they run even when not asked for, and need nothing themselves).
     ``prepare``, if any, runs before the first round (whenever the arm runs) and returns the
-    query every arm then reads; ``early``, if any, gives the statements ``prepare`` reads that
-    need neither the query's vector nor its window (a filter's estimate): they are launched
-    before the query is embedded, and ``prepare`` receives their handle, to ``Collect`` (None:
-    nothing was launched, it runs them itself). ``vector_free``: ``start`` reads neither the
-    query's vector nor its time window nor what a ``prepare`` adds, so its statement starts
-    before the query is embedded (with a query whose vector is empty and window None) and runs
-    meanwhile.
+    query every arm then reads. ``vector_free``: ``start`` reads neither the query's vector nor
+    its time window nor what a ``prepare`` adds, so its statement starts before the query is
+    embedded (with a query whose vector is empty and window None) and runs meanwhile.
     """
 
     start: Callable[[ArmQuery], Query | None]
     finish: Callable[[ArmQuery, Sequence[Any] | BaseException, Stopwatch], Plan[ArmResult]]
     needs: frozenset[ArmName] = frozenset()
-    prepare: Callable[[ArmQuery, Stopwatch, Launched | None], Plan[ArmQuery]] | None = None
-    early: Callable[[ArmQuery], tuple[Query, ...]] | None = None
+    prepare: Callable[[ArmQuery, Stopwatch], Plan[ArmQuery]] | None = None
     vector_free: bool = False
 
 

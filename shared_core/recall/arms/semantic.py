@@ -17,7 +17,7 @@ from shared_core.recall.hydrate import MEMORY_COLUMNS, MemoryRow
 from shared_core.recall.query import TagsMatch
 from shared_core.recall.timing import Stopwatch
 from shared_core.storage.dimensions import Dimension
-from shared_core.storage.plan import Collect, Launched, Pipeline, Plan, Query
+from shared_core.storage.plan import Pipeline, Plan, Query
 from shared_core.types import FACT_TYPES
 
 __all__ = [
@@ -426,14 +426,17 @@ def walk_hits(n: int, hits: int) -> int:
     return min(n, max(hits, n // 3))
 
 
-def _estimate_queries(q: ArmQuery) -> tuple[Query, ...]:
-    """The statements :func:`_prepare` reads, none of which needs the query's vector or window
-    (``Arm.early``: recall launches them before it embeds the query, so their round trip
-    overlaps the embedding instead of preceding the arms): the planner's estimate of the
-    memories the filter matches, whether the bank has a declared index, and one lookup per
-    range of the filter (``range_value_queries``). None for an unfiltered recall."""
+def _prepare(q: ArmQuery, watch: Stopwatch) -> Plan[ArmQuery]:
+    """``q`` with the planner's estimate of the memories its filter matches (unfiltered: ``q``),
+    and its filter in the arms' form (``with_range_values``): ranges tested as "equals one
+    of the values passing them" (``range_value_queries``, one lookup per range, sent beside the
+    estimate, at once), which the GIN index serves, and tests it cannot serve kept out of
+    its scans. Every arm started after this reads that filter (the keyword statement, launched
+    before, the original: the same memories either way). The estimate reads the original
+    filter, as before (the planner estimates ``@?`` tests from its statistics' sample)."""
     if not _filtered(q):
-        return ()
+        return q
+    lookups = range_value_queries(q.bank, q.filter)
     # The estimate reads every test as ``@?`` (the planner's sample-based estimate; a
     # function call would get a fixed guess), whatever form the arms run.
     planner = dataclasses.replace(q, filter=compile_filter(q.filter.tree)) if q.filter.gin_only else q
@@ -441,38 +444,16 @@ def _estimate_queries(q: ArmQuery) -> tuple[Query, ...]:
         matching_estimate_statement(planner.where_sql), planner.params(), fetch="one", row_type=_plan_rows
     )
     declared_query = Query(_DECLARED, {"prefix": filter_index_prefix(q.bank)}, fetch="one", row_type=_yes)
-    lookups = range_value_queries(q.bank, q.filter)
-    return (estimate_query, declared_query, *(query for _, query in lookups))
-
-
-def _prepare(q: ArmQuery, watch: Stopwatch, launched: Launched | None = None) -> Plan[ArmQuery]:
-    """``q`` with the planner's estimate of the memories its filter matches (unfiltered: ``q``),
-    and its filter in the arms' form (``with_range_values``): ranges tested as "equals one
-    of the values passing them" (``range_value_queries``, one lookup per range, sent beside the
-    estimate, at once), which the GIN index serves, and tests it cannot serve kept out of
-    its scans. Every arm started after this reads that filter (the keyword statement, launched
-    before, the original: the same memories either way). The estimate reads the original
-    filter, as before (the planner estimates ``@?`` tests from its statistics' sample).
-    ``launched``: the handle of :func:`_estimate_queries`, launched before the embedding (None:
-    they run now)."""
-    if not _filtered(q):
-        return q
-    lookups = range_value_queries(q.bank, q.filter)
     index: str | None = None
     with watch.stage("filter_estimate"):
-        if launched is None:
-            results = yield Pipeline(_estimate_queries(q))
-        else:
-            results = yield Collect(launched)
-            error = next((r for r in results if isinstance(r, BaseException)), None)
-            if error is not None:
-                raise error
-        estimate, declared, *found = results
-    if declared and FILTER_INDEX_MIN_ESTIMATE <= estimate <= EXACT_SKIP_ESTIMATE:
-        plan = _FILTER_INDEX_PLAN.format(
-            dims=q.dimension.predicate, tags=q.where_sql, vec=q.dimension.column, qvec=q.dimension.query()
+        estimate, declared, *found = yield Pipeline(
+            (estimate_query, declared_query, *(query for _, query in lookups))
         )
-        index = yield Query(plan, q.params(), fetch="one", row_type=_walked_index)
+        if declared and FILTER_INDEX_MIN_ESTIMATE <= estimate <= EXACT_SKIP_ESTIMATE:
+            plan = _FILTER_INDEX_PLAN.format(
+                dims=q.dimension.predicate, tags=q.where_sql, vec=q.dimension.column, qvec=q.dimension.query()
+            )
+            index = yield Query(plan, q.params(), fetch="one", row_type=_walked_index)
     indexed = with_range_values(q.filter, {c: rows for (c, _), rows in zip(lookups, found, strict=True)})
     return dataclasses.replace(q, filter=indexed, matching_estimate=estimate, filter_index=index)
 
@@ -531,4 +512,4 @@ def _finish(q: ArmQuery, rows: Sequence[MemoryRow] | BaseException, watch: Stopw
     yield  # a plan with no further I/O
 
 
-SEMANTIC = Arm(start=_start, finish=_finish, prepare=_prepare, early=_estimate_queries)
+SEMANTIC = Arm(start=_start, finish=_finish, prepare=_prepare)
