@@ -398,9 +398,11 @@ def skips_exact(q: ArmQuery) -> bool:
 # benchmarks/semantic_ab.py, load 3.4-5; exact -> walk p50, the walk's share of the exact top
 # 100): n=300 31.4 -> 40.7 ms (100%); n=150 26.1 -> 22.9 (99.6%); n=100 29.5 -> 18.8 (99.2%).
 # So the walk fetches fewer hits than the exact path's n (RecallSettings.filter_walk_hits,
-# a third of n at least); what the tail of the semantic list held is the other arms' to
-# find, as in any recall. Quality under a filter: docs/benchmarks/filt_*.md (LoCoMo banks
-# whose memories carry metadata, the walk forced, against the exact path).
+# a third of n at least): whole recalls took 0.65-0.82 of the exact path's time (paired, load
+# 3-5), but fusion loses the semantic list's tail (ranks 101-300), and on LoCoMo banks under a
+# filter admitting every turn, the walk forced, R@10 fell 82.9 -> 82.1 on conversations 5-9
+# (multi-hop 50.5 -> 49.5, temporal 82.4 -> 81.2; 0-4 81.8 -> 81.9). Hence opt-in only
+# (RecallSettings.filter_walk_min_estimate, None by default): docs/benchmarks/filt_walk.md.
 
 
 def walks_filter(q: ArmQuery) -> bool:
