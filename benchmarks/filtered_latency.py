@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import gc
 import json
 import os
@@ -80,6 +81,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     p.add_argument("--k", type=int, default=None, help="recall k (default: the token budget decides)")
     p.add_argument(
+        "--walk-min-estimate",
+        type=int,
+        default=None,
+        help="RecallSettings.filter_walk_min_estimate (opt-in walk of the HNSW index under a broad filter)",
+    )
+    p.add_argument(
         "--data-dir",
         type=Path,
         default=os.environ.get("HINDSIGHT_BENCH_PGDATA") or None,
@@ -103,6 +110,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     plain_ids: dict[str, dict[int, tuple[list[int], Any]]] = {name: {} for name, _ in cases}
     options_k = {} if args.k is None else {"k": args.k}
     config = EngineConfig(extract_entities=False, extract_dates=False)
+    if args.walk_min_estimate is not None:
+        recall = dataclasses.replace(config.recall, filter_walk_min_estimate=args.walk_min_estimate)
+        config = dataclasses.replace(config, recall=recall)
     with contextlib.ExitStack() as stack:
         engine = stack.enter_context(MemoryEngine(data_dir=args.data_dir, config=config))
         plain: dict[str, Any] = {}

@@ -173,6 +173,36 @@ for _name, _config, _settings in (
     }
 
 
+# A broad metadata filter (every turn carries dia_id, so it admits the whole bank): the
+# semantic arm's walk of the HNSW index with fewer hits, forced at any estimate
+# (filter_walk_min_estimate 0: LoCoMo banks hold ~600 memories), against the exact ranking of
+# every match (None). Issue 13 item 3's quality check of the broad-filter path.
+for _name, _floor in (("filter-exact", None), ("filter-walk", 0)):
+    OURS_CONFIGS[_name] = {
+        "budget": "mid",
+        "max_tokens": 16384,
+        "filter": {"dia_id": {"$exists": True}},
+        "settings": {"filter_walk_min_estimate": _floor},
+    }
+
+
+# The same under a filter an index is declared for (engine.declare_filter_index after each
+# retain: an HNSW index partial on the bank and the filter), against the exact path for that
+# filter. Every turn of these two configs carries {"set": "locomo"} and the filter asks for
+# it (an equality: the arms' test and the index predicate are the same @? jsonpath, so the
+# planner proves the predicate; $exists is run as a function call and would not be). The
+# walk of a declared index is asked of estimates from FILTER_INDEX_MIN_ESTIMATE (2,000) up,
+# lowered to 0 for "filter-declared" (LoCoMo banks hold ~600 memories).
+for _name, _declare in (("filter-eq-exact", False), ("filter-declared", True)):
+    OURS_CONFIGS[_name] = {
+        "budget": "mid",
+        "max_tokens": 16384,
+        "filter": {"set": "locomo"},
+        "metadata": {"set": "locomo"},
+        "declare": _declare,
+    }
+
+
 def _variant(name: str, **settings: Any) -> None:
     OURS_CONFIGS[name] = {"budget": "mid", "max_tokens": 16384, "settings": settings}
 
@@ -230,6 +260,12 @@ class OursSystem:
         self.params = dict(OURS_CONFIGS[config_name])
         settings = self.params.pop("settings", {})
         config = self.params.pop("config", {})
+        self.extra_metadata: dict[str, Any] = self.params.pop("metadata", {})
+        self.declare: bool = self.params.pop("declare", False)
+        if self.declare:
+            from shared_core.recall.arms import semantic
+
+            semantic.FILTER_INDEX_MIN_ESTIMATE = 0  # see OURS_CONFIGS["filter-declared"]
         self.cache = cache
         self.item_cls = item_cls
         # A fresh embedded server per run: results must not depend on what an earlier (or
@@ -257,7 +293,12 @@ class OursSystem:
             self.item_cls(
                 text=t.text,
                 mentioned_at=t.mentioned_at,  # naive: the engine takes it as UTC
-                metadata={"dia_id": t.dia_id, "session": t.session, "speaker": t.speaker},
+                metadata={
+                    "dia_id": t.dia_id,
+                    "session": t.session,
+                    "speaker": t.speaker,
+                    **self.extra_metadata,
+                },
                 embedding=self.cache.get(t.text) if self.cache is not None else None,
                 document_id=f"session-{t.session}",
             )
@@ -265,6 +306,8 @@ class OursSystem:
         ]
         ids = self.engine.retain(items, bank=self.bank, progress=False)
         self._retained[self.bank] = list(ids or [])
+        if self.declare:
+            self.engine.declare_filter_index(bank=self.bank, filter=self.params["filter"])
         self.query_time = query_time or default_query_time(turns)
 
     def search(self, question: str, k: int = SEARCH_K) -> list[str]:

@@ -72,6 +72,8 @@ _REFERENCE = os.environ.get("SEMANTIC_AB_REFERENCE")
 _WORKTREE = os.environ.get("SEMANTIC_AB_WORKTREE") == "1" and _REFERENCE is not None
 # The exact-ranking caps tried for the worktree's filtered statement.
 _CAPS = [int(c) for c in os.environ.get("SEMANTIC_AB_CAPS", "2000").split(",")]
+# The visit caps tried for the walk under a filter (hnsw.max_scan_tuples).
+_TUPLES = [int(t) for t in os.environ.get("SEMANTIC_AB_TUPLES", "").split(",") if t]
 _ONLY = os.environ.get("SEMANTIC_AB_ONLY")  # a regex: keep only the variants it matches
 
 
@@ -112,6 +114,10 @@ def variants(where: sql.Composable, filtered: bool) -> dict[str, tuple[sql.Compo
     out["one scan, 3n"] = (one("3 * %(n)s"), {})
     out["one scan, n, ef_search 40"] = (one("%(n)s"), {"hnsw.ef_search": "40"})
     out["one scan, n, strict_order"] = (one("%(n)s"), {"hnsw.iterative_scan": "strict_order"})
+    # The walk's visits capped (pgvector's max_scan_tuples, the library's default 20,000): a
+    # broad filter's walk returns the matches among the first T tuples visited, up to n.
+    for tuples in _TUPLES:
+        out[f"one scan, n, max_scan_tuples {tuples}"] = (one("%(n)s"), {"hnsw.max_scan_tuples": str(tuples)})
     if _WORKTREE:
         if filtered:
             for cap in _CAPS:

@@ -156,6 +156,19 @@ DEFAULT_RECENCY_WINDOW_DAYS: Final = 365.0
 DEFAULT_RECENCY_HALF_LIFE_DAYS: Final = 90.0
 DEFAULT_HNSW_EF_SEARCH: Final = 100
 DEFAULT_HNSW_MAX_SCAN_TUPLES: Final = 20000
+# Opt-in (None: off): a filter the planner expects to match at least this many memories (up
+# to semantic.EXACT_SKIP_ESTIMATE, above which the semantic arm walks anyway) sends the
+# semantic arm to the bank's HNSW index with iterative scan, fetching
+# max(DEFAULT_FILTER_WALK_HITS, n // 3) hits (at most n), instead of ranking every match
+# exactly: the exact ranking reads one heap page per match, the walk ~hits / selectivity
+# tuples and their graph pages. At 100k (bench bank, 2026-12-02) 8,000 sends team=er (12,300
+# matches), tags any_strict (9,757) and source + year (12,448) to the walk, whose recalls took
+# 0.65-0.82 of the exact path's time (paired), but on LoCoMo banks with the walk forced R@10 fell
+# 82.9 -> 82.1 on conversations 5-9 (multi-hop 50.5 -> 49.5, temporal 82.4 -> 81.2; 0-4 +0.1):
+# the semantic list's tail the walk leaves out carries recall, so it is not the default.
+# docs/benchmarks/filt_walk.md.
+DEFAULT_FILTER_WALK_MIN_ESTIMATE: Final[int | None] = None
+DEFAULT_FILTER_WALK_HITS: Final = 100
 # After loading its models the engine moves every live object to the collector's permanent
 # generation (gc.freeze): the hundreds of thousands of objects torch, transformers and spaCy
 # allocate are otherwise rescanned by each full collection, a 140-220 ms pause that landed in

@@ -5,6 +5,7 @@ too (the HNSW index holds every type)."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -226,3 +227,62 @@ async def test_declaring_a_filter_index_checks_its_options_first(engine: MemoryE
     assert name.startswith(filter_index_prefix(bank))
     with psycopg.connect(engine.dsn, autocommit=True) as conn:
         conn.execute(psycopg.sql.SQL("DROP INDEX {}").format(psycopg.sql.Identifier(name)))
+
+
+def test_a_broad_filter_walk_returns_only_the_filters_memories_of_the_bank(
+    engine: MemoryEngine, bank: str
+) -> None:
+    """The walk of the bank's HNSW index under a broad filter (forced here: a small bank's
+    estimate is below any real threshold) fetches fewer semantic hits, never other memories:
+    every memory it returns matches the filter and belongs to the bank, as on the exact path,
+    and in a bank this small (the walk is exact) its hits are the exact path's first ones."""
+    other = f"{bank}-other"
+
+    def items(team: str) -> list[MemoryItem]:
+        return [
+            MemoryItem(
+                text=f"Note {i}: {TOPICS[i % len(TOPICS)]} with friend {i}.",
+                tags=("odd",) if i % 2 else (),
+                metadata={"team": team if i % 3 else "z", "year": 2020 + i % 6},
+            )
+            for i in range(60)
+        ]
+
+    ids = engine.retain(items("a"), bank=bank, progress=False)
+    engine.retain(items("a"), bank=other, progress=False)  # the same texts and metadata
+    stored = items("a")
+    original = engine.recall_settings
+    cases: list[tuple[dict[str, Any], Any]] = [
+        ({"filter": {"team": "a"}}, lambda it: it.metadata["team"] == "a"),
+        (
+            {"filter": {"$and": [{"team": "a"}, {"year": {"$gte": 2023}}]}},
+            lambda it: it.metadata["team"] == "a" and it.metadata["year"] >= 2023,
+        ),
+        ({"tags": ["odd"], "tags_match": "any_strict"}, lambda it: "odd" in it.tags),
+    ]
+    try:
+        for options, match in cases:
+            allowed = {ids[i] for i, it in enumerate(stored) if match(it)}
+            results = {}
+            for name, floor in (("walk", 0), ("exact", None)):
+                engine.recall_settings = dataclasses.replace(
+                    original, filter_walk_min_estimate=floor, filter_walk_hits=5
+                )
+                results[name] = engine.recall(
+                    "a walk in the mountains", bank=bank, budget="low", trace=True, **options
+                )
+            walk, exact = results["walk"], results["exact"]
+            assert walk.trace is not None and exact.trace is not None
+            assert any("HNSW scan of the top" in n for n in walk.trace.notes)
+            assert not any("HNSW scan" in n for n in exact.trace.notes)
+            for result in (walk, exact):
+                returned = {m.id for m in result.memories}
+                assert returned and returned <= allowed, options
+            semantic_walk = [i for i, _ in walk.trace.arms["semantic"]]
+            semantic_exact = [i for i, _ in exact.trace.arms["semantic"]]
+            # budget low: n = 100, so the walk fetches max(5, 33) = 33 hits
+            assert len(semantic_walk) == min(33, len(semantic_exact))
+            assert set(semantic_walk) <= allowed
+            assert semantic_walk == semantic_exact[: len(semantic_walk)]
+    finally:
+        engine.recall_settings = original

@@ -7,16 +7,25 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import pytest
 
+from shared_core.config import DEFAULT_FILTER_WALK_HITS
+from shared_core.errors import ConfigurationError
+from shared_core.recall.arms import ArmQuery
 from shared_core.recall.arms.semantic import (
     EXACT_SKIP_ESTIMATE,
     FILTER_INDEX_MIN_ESTIMATE,
     filter_index_prefix,
+    walks_filter,
 )
+from shared_core.recall.arms.temporal import TEMPORAL
+from shared_core.recall.filters import compile_filter
 from shared_core.recall.options import RecallOptions
 from shared_core.recall.pipeline import recall_plan
+from shared_core.recall.settings import RecallSettings
 from shared_core.storage.plan import Concurrently, Launch, Operation, Pipeline, Query
+from shared_core.types import FACT_TYPES
 from tests.fakes import run_recorded, statement_text
 from tests.unit.test_plans import A, B, _answer, _context
 
@@ -120,6 +129,101 @@ def test_a_filter_expected_to_match_few_memories_tries_the_exact_ranking() -> No
         )
         assert "few" in _semantic(ops)
         assert result.trace is not None and not any("planner" in note for note in result.trace.notes)
+
+
+# The broad-filter walk is opt-in (RecallSettings.filter_walk_min_estimate, None by default).
+WALK = 8_000
+
+
+def test_with_the_walk_on_a_filter_below_its_threshold_is_still_ranked_exactly() -> None:
+    for estimate in (WALK - 1, 10):
+        result, ops = run_recorded(
+            recall_plan(
+                _context(filter_walk_min_estimate=WALK),
+                "Where does Bob live?",
+                RecallOptions(trace=True, tags=["travel"]),
+            ),
+            _estimating(estimate),
+        )
+        assert "few" in _semantic(ops)
+        assert result.trace is not None and not any("planner" in note for note in result.trace.notes)
+
+
+def _semantic_query(ops: list[Operation]) -> Query:
+    first = ops[_first_round(ops)]
+    assert isinstance(first, Concurrently)
+    return next(q for q in first.queries if "<=>" in statement_text(q))
+
+
+@pytest.mark.parametrize("estimate", [WALK, EXACT_SKIP_ESTIMATE])
+@pytest.mark.parametrize("budget", ["mid", "high", "low"])
+def test_a_broad_filter_walks_the_index_for_fewer_hits(estimate: int, budget: str) -> None:
+    """A filter the planner expects to match many memories (but not more than the skip
+    threshold) walks the bank's HNSW index for max(filter_walk_hits, n // 3) hits, at most n,
+    instead of reading every match; the temporal arm keeps its exact ranking of the filter's
+    dated memories (its walk past the date test costs more than the read)."""
+    options = RecallOptions(trace=True, filter={"team": "er"}, budget=budget)
+    result, ops = run_recorded(
+        recall_plan(_context(filter_walk_min_estimate=WALK), "Where does Bob live?", options),
+        _estimating(float(estimate)),
+    )
+    query = _semantic_query(ops)
+    semantic = statement_text(query)
+    assert isinstance(query.params, dict)
+    assert "few" not in semantic and "matching" not in semantic
+    # The filter, in the walk's own WHERE (the scan tests each row it visits).
+    assert '"metadata" @? %(mf_0)s' in semantic and query.params["mf_0"] == '$."team" ? (@ == "er")'
+    n = {"low": 100, "mid": 300, "high": 1000}[budget]
+    hits = min(n, max(DEFAULT_FILTER_WALK_HITS, n // 3))
+    assert query.params["n"] == hits
+    assert result.trace is not None
+    assert (
+        f"semantic: about {estimate:,} memories match the filter (planner): HNSW scan of the top {hits}"
+        in result.trace.notes
+    )
+    # A "when" question's dated evidence is still ranked exactly under the filter.
+    q = ArmQuery(
+        bank="b",
+        vector=np.ones(384, np.float32),
+        words=(),
+        bigrams=(),
+        types=FACT_TYPES,
+        tags=None,
+        tags_match="any",
+        n=n,
+        window=None,
+        settings=RecallSettings(filter_walk_min_estimate=WALK),
+        filter=compile_filter({"team": "er"}),
+        asks_when=True,
+        matching_estimate=float(estimate),
+    )
+    assert walks_filter(q)
+    dated = TEMPORAL.start(q)
+    assert dated is not None and "few" in statement_text(dated)
+
+
+def test_the_walk_is_off_by_default_and_with_a_declared_index() -> None:
+    assert RecallSettings().filter_walk_min_estimate is None
+    options = RecallOptions(trace=True, filter={"team": "er"})
+    _, ops = run_recorded(
+        recall_plan(_context(), "Where does Bob live?", options), _estimating(float(EXACT_SKIP_ESTIMATE))
+    )
+    assert "few" in _semantic(ops)
+    declared = filter_index_prefix("default") + "0123456789abcdef"
+    result, ops = run_recorded(
+        recall_plan(_context(filter_walk_min_estimate=WALK), "Where does Bob live?", options),
+        _estimating(float(WALK), declared=declared),
+    )
+    query = _semantic_query(ops)
+    assert isinstance(query.params, dict) and query.params["n"] == 300  # the declared walk's own n
+    assert result.trace is not None
+    assert f"semantic: the filter's declared index {declared}: HNSW scan" in result.trace.notes
+
+
+@pytest.mark.parametrize("settings", [{"filter_walk_hits": 0}, {"filter_walk_min_estimate": -1}])
+def test_the_walk_settings_are_checked(settings: dict[str, Any]) -> None:
+    with pytest.raises(ConfigurationError, match="filter_walk"):
+        RecallSettings(**settings)
 
 
 def test_an_unfiltered_recall_asks_for_no_estimate() -> None:

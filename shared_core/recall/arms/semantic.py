@@ -36,6 +36,8 @@ __all__ = [
     "semantic_rows_statement",
     "semantic_statement",
     "skips_exact",
+    "walk_hits",
+    "walks_filter",
 ]
 
 # One HNSW scan over the asked fact types, on the dimension's index (its expression and
@@ -389,6 +391,43 @@ def skips_exact(q: ArmQuery) -> bool:
     return q.matching_estimate is not None and q.matching_estimate > EXACT_SKIP_ESTIMATE
 
 
+# A broad filter below EXACT_SKIP_ESTIMATE: the exact ranking reads every match's heap page
+# (team=er: 12,300 matches on ~12,000 pages), the walk of the bank's HNSW index (iterative
+# scan, relaxed order) ~hits / selectivity tuples and their graph pages, so its cost grows
+# with the hits it fetches. Measured at 100k (bench bank, team=er, the 50 bench queries,
+# benchmarks/semantic_ab.py, load 3.4-5; exact -> walk p50, the walk's share of the exact top
+# 100): n=300 31.4 -> 40.7 ms (100%); n=150 26.1 -> 22.9 (99.6%); n=100 29.5 -> 18.8 (99.2%).
+# So the walk fetches fewer hits than the exact path's n (RecallSettings.filter_walk_hits,
+# a third of n at least): whole recalls took 0.65-0.82 of the exact path's time (paired, load
+# 3-5), but fusion loses the semantic list's tail (ranks 101-300), and on LoCoMo banks under a
+# filter admitting every turn, the walk forced, R@10 fell 82.9 -> 82.1 on conversations 5-9
+# (multi-hop 50.5 -> 49.5, temporal 82.4 -> 81.2; 0-4 81.8 -> 81.9). Hence opt-in only
+# (RecallSettings.filter_walk_min_estimate, None by default): docs/benchmarks/filt_walk.md.
+
+
+def walks_filter(q: ArmQuery) -> bool:
+    """Whether the semantic arm walks the bank's HNSW index with fewer hits (:func:`walk_hits`)
+    instead of ranking the filter's matches exactly: the planner expects at least
+    ``filter_walk_min_estimate`` matches and at most EXACT_SKIP_ESTIMATE (above, the arm runs
+    the full walk anyway), and no declared index serves the filter."""
+    floor = q.settings.filter_walk_min_estimate
+    return (
+        floor is not None
+        and q.filter_index is None
+        and q.matching_estimate is not None
+        and floor <= q.matching_estimate <= EXACT_SKIP_ESTIMATE
+    )
+
+
+def walk_hits(n: int, hits: int) -> int:
+    """The hits a broad filter's walk fetches: ``max(hits, n // 3)``, at most ``n``.
+
+    >>> walk_hits(300, 100), walk_hits(1000, 100), walk_hits(50, 100)
+    (100, 333, 50)
+    """
+    return min(n, max(hits, n // 3))
+
+
 def _prepare(q: ArmQuery, watch: Stopwatch) -> Plan[ArmQuery]:
     """``q`` with the planner's estimate of the memories its filter matches (unfiltered: ``q``),
     and its filter in the arms' form (``with_range_values``): ranges tested as "equals one
@@ -422,14 +461,17 @@ def _prepare(q: ArmQuery, watch: Stopwatch) -> Plan[ArmQuery]:
 
 
 def _start(q: ArmQuery) -> Query:
+    params = q.params(semantic_min=q.settings.semantic_min_similarity)
+    if walks_filter(q):
+        return Query(
+            semantic_rows_statement(q.where_sql, q.dimension),
+            {**params, "n": walk_hits(q.n, q.settings.filter_walk_hits)},
+            row_type=MemoryRow,
+        )
     build = (
         filtered_semantic_rows_statement if _filtered(q) and not skips_exact(q) else semantic_rows_statement
     )
-    return Query(
-        build(q.where_sql, q.dimension),
-        q.params(semantic_min=q.settings.semantic_min_similarity),
-        row_type=MemoryRow,
-    )
+    return Query(build(q.where_sql, q.dimension), params, row_type=MemoryRow)
 
 
 def relative_cut(rows: Sequence[ScoredRow], fraction: float | None) -> Sequence[ScoredRow]:
@@ -452,6 +494,12 @@ def _finish(q: ArmQuery, rows: Sequence[MemoryRow] | BaseException, watch: Stopw
     notes: tuple[str, ...] = ()
     if q.filter_index is not None:
         notes = (f"semantic: the filter's declared index {q.filter_index}: HNSW scan",)
+    elif walks_filter(q):
+        hits = walk_hits(q.n, q.settings.filter_walk_hits)
+        notes = (
+            f"semantic: about {q.matching_estimate:,.0f} memories match the filter (planner):"
+            f" HNSW scan of the top {hits}",
+        )
     elif skips_exact(q):
         notes = (
             f"semantic: about {q.matching_estimate:,.0f} memories match the filter (planner): HNSW scan",
