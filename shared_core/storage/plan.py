@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Literal, LiteralString, TypeAlias, TypeVar
 
 from psycopg import sql
@@ -27,6 +28,7 @@ __all__ = [
     "Compute",
     "Concurrently",
     "Copy",
+    "GENERIC_PLAN",
     "Launch",
     "Launched",
     "Operation",
@@ -37,6 +39,14 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+GENERIC_PLAN: Mapping[str, str] = MappingProxyType({"plan_cache_mode": "force_generic_plan"})
+"""``Query.settings`` of a statement whose plan does not depend on its parameters' values, run
+with a generic plan: once psycopg has prepared it on a connection (from its fifth run), the
+server reuses one plan instead of planning each run (recall's connections force custom plans,
+``storage/pools.py``, for the keyword arm's sake). Its own transaction, so it sets nothing for
+other statements: only for statements framed anyway (a timeout) or run on a connection of
+their own. The plan must be checked with ``EXPLAIN (GENERIC_PLAN)`` to be the custom plans'."""
 Statement: TypeAlias = "LiteralString | sql.SQL | sql.Composed"
 """SQL text written in the code (a literal: never built from values), or composed with
 :mod:`psycopg.sql`. Values always travel as parameters. Of the ``sql.Composable`` kinds only
