@@ -6,7 +6,8 @@
 Each tree records the statements of ``--calls`` recalls (``reranker="none"``, the bench
 queries, at most 50) in a process of its own (``PYTHONPATH`` = the tree), on the same embedded
 server; then every recall's statements are run again on one warm connection with the
-engine's session settings (and each statement's own), the two trees' in turn (recall i of A,
+engine's session settings (and each statement's own, in a transaction of its own, as recall
+frames them), prepared as recall's are after their fifth run, the two trees' in turn (recall i of A,
 recall i of B, recall i+1 of A, ...), each statement's backend CPU time read around it
 (``/proc/<pid>/schedstat``, Linux). Both sides thus run in the same seconds on the same
 connection: on a machine other jobs load, their ratio is steadier than two runs of
@@ -129,7 +130,10 @@ def main() -> int:
                     conn.execute(recorded["session"])
                     for text, params, settings in recorded["batches"][i]:
                         cpu0 = schedstat(path)[0]
-                        with conn.transaction(force_rollback=bool(settings)), conn.cursor() as cur:
+                        # committed, not rolled back: a rollback makes psycopg drop the
+                        # connection's prepared statements, and recall's run prepared (its
+                        # connections commit); the statements only read, their settings are local
+                        with conn.transaction(), conn.cursor() as cur:
                             for statement in settings:
                                 cur.execute(statement)
                             cur.execute(text, params)
