@@ -17,7 +17,7 @@ import numpy.typing as npt
 from psycopg import sql
 
 from shared_core.recall.fusion import FusedCandidate
-from shared_core.storage.plan import GENERIC_PLAN, Plan, Query
+from shared_core.storage.plan import Plan, Query
 from shared_core.types import DateGrain, FactType
 
 __all__ = [
@@ -123,58 +123,33 @@ class ChunkRow:
     text: str
 
 
-# HYDRATE and DETAILS read rows by primary key whatever the values: the same plan for every
-# recall (EXPLAIN (GENERIC_PLAN): an index scan of memory_units_pkey; DETAILS' entity names by
-# the primary keys of unit_entities and entities), so they can run with a generic plan
-# (storage.plan.GENERIC_PLAN), planned once per pooled connection instead of at every recall
-# (DETAILS' three subqueries cost ~0.5 ms to plan). Only ``generic=True`` asks for it: the
-# setting needs a transaction of the statement's own, which a statement on a pooled connection
-# of its own gets in the same round trip (recall's reads ahead, pipeline._one_offs), while in a
-# plan's transaction it would cost a round trip and last to the transaction's end. Measured at
-# 100k (bench bank, the 50 bench queries' statements prepared, one connection, load ~3): server
-# CPU p50 per statement, autocommit and custom -> framed and generic: DETAILS 2.57 -> 2.10 ms,
-# HYDRATE 1.24 -> 0.94 ms, rows identical (docs/benchmarks/lat_recall.md).
-
-
 def hydrate_plan(
     bank: str,
     candidates: Sequence[FusedCandidate],
     vector: npt.NDArray[np.float32],
     known: Mapping[str, MemoryRow] | None = None,
-    *,
-    generic: bool = False,
 ) -> Plan[tuple[list[FusedCandidate], dict[str, MemoryRow]]]:
     """The candidates still stored (a concurrent delete may have taken some), with their rows
     and their cosine similarity with the query ``vector`` (every candidate's, not only the
     semantic arm's hits: the learned reranker and the adapters' scores read it). The rows in
     ``known`` (read by an arm's statement) are taken as they are; only the others are read,
-    and no statement runs when none is missing. ``generic``: the statement runs on a
-    connection of its own, with a generic plan (see above)."""
+    and no statement runs when none is missing."""
     known = known or {}
     by_id = {c.id: known[c.id] for c in candidates if c.id in known}
     missing = [c.id for c in candidates if c.id not in by_id]
     if missing:
         rows: list[MemoryRow] = yield Query(
-            HYDRATE,
-            {"bank": bank, "ids": missing, "qvec": vector},
-            settings=GENERIC_PLAN if generic else {},
-            row_type=MemoryRow,
+            HYDRATE, {"bank": bank, "ids": missing, "qvec": vector}, row_type=MemoryRow
         )
         by_id.update((r.id, r) for r in rows)
     return [c for c in candidates if c.id in by_id], by_id
 
 
-def details_plan(bank: str, ids: Sequence[str], *, generic: bool = False) -> Plan[dict[str, MemoryDetails]]:
-    """The :class:`MemoryDetails` of the memories ``ids`` still stored, by id. ``generic``: the
-    statement runs on a connection of its own, with a generic plan (see :func:`hydrate_plan`)."""
+def details_plan(bank: str, ids: Sequence[str]) -> Plan[dict[str, MemoryDetails]]:
+    """The :class:`MemoryDetails` of the memories ``ids`` still stored, by id."""
     if not ids:
         return {}
-    rows: list[MemoryDetails] = yield Query(
-        DETAILS,
-        {"bank": bank, "ids": list(ids)},
-        settings=GENERIC_PLAN if generic else {},
-        row_type=MemoryDetails,
-    )
+    rows: list[MemoryDetails] = yield Query(DETAILS, {"bank": bank, "ids": list(ids)}, row_type=MemoryDetails)
     return {r.id: r for r in rows}
 
 

@@ -138,7 +138,7 @@ def recall_plan(ctx: RecallContext, query: str, opts: RecallOptions) -> Plan[Rec
         # holding its own connection while its graph statement waits for one stalls when
         # more recalls run than the pool has connections (tests/integration/test_launch.py).
         with watch.stage("hydrate_ahead"):
-            cut, rows = yield from _one_offs(hydrate_plan(opts.bank, fuse(arms), vector, known, generic=True))
+            cut, rows = yield from _one_offs(hydrate_plan(opts.bank, fuse(arms), vector, known))
         # Ranked ahead too, details read and all, while the graph statement still runs: its
         # rows usually change nothing (none for 42 of the 50 bench queries at 100k), and then
         # this is the ranking, off the path (boosts, token cut, the details statement and the
@@ -151,7 +151,7 @@ def recall_plan(ctx: RecallContext, query: str, opts: RecallOptions) -> Plan[Rec
             own = Stopwatch()
             with watch.stage("rank_ahead"):
                 ranking = yield from _one_offs(
-                    _rank(ctx, text, opts, cut, rows, n, now, window, own, details_read, generic=True)
+                    _rank(ctx, text, opts, cut, rows, n, now, window, own, details_read)
                 )
             ranked_ahead.append((cut, rows, ranking, own))
         return rows
@@ -394,13 +394,10 @@ def _rank(
     window: TimeWindow | None,
     watch: Stopwatch,
     details_read: dict[str, MemoryDetails],
-    *,
-    generic: bool = False,
 ) -> Plan[_Ranking]:
     """Rerank, boost and cut the hydrated candidates to ``max_tokens``; also the rows of the
     ranking before the cut (the first 2N), which chunks are chosen from. The details of the
-    memories kept are taken from ``details_read`` (by id) or read, and added to it (``generic``:
-    on a connection of their own, see :func:`~shared_core.recall.hydrate.hydrate_plan`)."""
+    memories kept are taken from ``details_read`` (by id) or read, and added to it."""
     _, boosts = ctx.settings.profile(ctx.reranker.kind)
     with watch.stage("rerank"):
         # The graph arm's second round (document neighbours of the reranker's first-stage top
@@ -437,7 +434,7 @@ def _rank(
     with watch.stage("details"):
         missing = [s.id for s in scored[:kept] if s.id not in details_read]
         if missing:
-            details_read.update((yield from details_plan(opts.bank, missing, generic=generic)))
+            details_read.update((yield from details_plan(opts.bank, missing)))
     details = details_read
     # A memory deleted since hydration (another transaction) has no details: it is gone.
     memories = [

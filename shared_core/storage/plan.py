@@ -24,11 +24,11 @@ from typing import Any, Literal, LiteralString, TypeAlias, TypeVar
 from psycopg import sql
 
 __all__ = [
-    "GENERIC_PLAN",
     "Collect",
     "Compute",
     "Concurrently",
     "Copy",
+    "GENERIC_PLAN",
     "Launch",
     "Launched",
     "Operation",
@@ -44,13 +44,9 @@ GENERIC_PLAN: Mapping[str, str] = MappingProxyType({"plan_cache_mode": "force_ge
 """``Query.settings`` of a statement whose plan does not depend on its parameters' values, run
 with a generic plan: once psycopg has prepared it on a connection (from its fifth run), the
 server reuses one plan instead of planning each run (recall's connections force custom plans,
-``storage/pools.py``, for the keyword arm's sake). Meant for a statement in a transaction of
-its own (framed anyway for a timeout, or run on a pooled connection of its own: the setting
-goes in the same round trip and ends with it); in a plan's transaction the setting would cost
-a round trip and last to the transaction's end. Check the statement's plan with
-``EXPLAIN (GENERIC_PLAN)`` against its custom plans (a bank's share of a table is estimated
-from the number of banks: the plan must not hinge on it, as the keyword arm's did)."""
-
+``storage/pools.py``, for the keyword arm's sake). Its own transaction, so it sets nothing for
+other statements: only for statements framed anyway (a timeout) or run on a connection of
+their own. The plan must be checked with ``EXPLAIN (GENERIC_PLAN)`` to be the custom plans'."""
 Statement: TypeAlias = "LiteralString | sql.SQL | sql.Composed"
 """SQL text written in the code (a literal: never built from values), or composed with
 :mod:`psycopg.sql`. Values always travel as parameters. Of the ``sql.Composable`` kinds only
