@@ -105,8 +105,8 @@ def main() -> int:
 
     import psycopg
     from pgvector.psycopg import register_vector
-
     from recall_cpu import schedstat
+
     from shared_core import EngineConfig, MemoryEngine
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -117,10 +117,13 @@ def main() -> int:
     same = sum(a == b for a, b in zip(sides["A"]["results"], sides["B"]["results"], strict=True))
     n = len(sides["A"]["batches"])
     cpu: dict[str, dict[str, list[float]]] = {"A": {}, "B": {}}
-    with MemoryEngine(
-        data_dir=os.environ["HINDSIGHT_BENCH_PGDATA"],
-        config=EngineConfig(extract_entities=False, extract_dates=False),
-    ) as engine, psycopg.connect(engine.dsn, autocommit=True) as conn:
+    with (
+        MemoryEngine(
+            data_dir=os.environ["HINDSIGHT_BENCH_PGDATA"],
+            config=EngineConfig(extract_entities=False, extract_dates=False),
+        ) as engine,
+        psycopg.connect(engine.dsn, autocommit=True) as conn,
+    ):
         register_vector(conn)
         (backend,) = conn.execute("SELECT pg_backend_pid()").fetchone() or (0,)
         path = f"/proc/{backend}/schedstat"

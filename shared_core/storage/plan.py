@@ -24,11 +24,11 @@ from typing import Any, Literal, LiteralString, TypeAlias, TypeVar
 from psycopg import sql
 
 __all__ = [
+    "GENERIC_PLAN",
     "Collect",
     "Compute",
     "Concurrently",
     "Copy",
-    "GENERIC_PLAN",
     "Launch",
     "Launched",
     "Operation",
