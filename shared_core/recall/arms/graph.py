@@ -209,8 +209,11 @@ def _start(q: ArmQuery) -> Query | None:
     # and index scans at 100k; in a database of many banks, one bank's share is estimated from
     # the number of banks, which favours the same index lookups). Framed anyway for its
     # timeout: no round trip added. Measured at 100k (bench bank, the 50 bench queries'
-    # statements prepared, interleaved on two connections, 3 rounds, load ~8): server CPU p50
-    # 4.43 -> 3.51 ms, rows identical; benchmarks/statement_cpu_ab.py, docs/benchmarks/lat_recall.md.
+    # statements prepared, interleaved, load ~2-3): server CPU per recall 3.97 -> 3.17 ms, rows
+    # identical (benchmarks/statement_cpu_ab.py, docs/benchmarks/lat_recall.md). A plan with
+    # another join order may add a memory's entity terms in another order: the same scores in
+    # exact arithmetic, not always to the last bit, so near-ties can swap (LoCoMo: R@10
+    # unchanged; R@1 43.5 -> 43.4 in one full run of two, the other identical to main).
     return Query(
         graph_statement(q.where_sql, with_entities=True),
         params,
