@@ -220,7 +220,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                             else query.statement.as_string(conn)
                         )
                         cpu0 = schedstat(path)[0]
-                        with conn.transaction(force_rollback=bool(query.settings)), conn.cursor() as cur:
+                        # committed, not rolled back: a rollback makes psycopg drop the
+                        # connection's prepared statements, which recall's are from their fifth
+                        # run (its connections commit), and a generic plan's saving is in them
+                        with conn.transaction(), conn.cursor() as cur:
                             for stmt in runner._setting_statements(query):
                                 cur.execute(stmt)
                             cur.execute(query.statement, query.params)

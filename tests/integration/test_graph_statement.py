@@ -22,6 +22,7 @@ from shared_core.recall.arms import ArmQuery, ScoredRow
 from shared_core.recall.arms.graph import GRAPH, graph_statement
 from shared_core.recall.fusion import ArmHit
 from shared_core.recall.settings import RecallSettings
+from shared_core.storage.plan import GENERIC_PLAN
 
 _PRUNE = (
     "\n    HAVING sum(m.mass / r.degree) > %(graph_min)s OR r.unit_id IN (SELECT unit_id FROM link_scores)"
@@ -112,3 +113,39 @@ def test_pruning_keeps_every_row_score_and_order(
 def test_only_the_entity_statement_prunes() -> None:
     assert graph_statement(sql.SQL("TRUE"), with_entities=True).as_string(None).count(_PRUNE) == 1
     assert _PRUNE not in graph_statement(sql.SQL("TRUE"), with_entities=False).as_string(None)
+
+
+def test_the_generic_plan_returns_the_custom_plans_rows(
+    engine: MemoryEngine, graph_bank: tuple[str, list[str]]
+) -> None:
+    """The arm runs its statement with a generic plan (GENERIC_PLAN): prepared, planned without
+    the values, it returns the rows a custom plan does, scores compared to the bit."""
+    bank, ids = graph_bank
+    query = ArmQuery(
+        bank=bank,
+        vector=np.zeros(384, dtype=np.float32),
+        words=("person03", "example", "place07"),
+        bigrams=(),
+        types=("world", "experience", "observation"),
+        tags=None,
+        tags_match="any",
+        n=300,
+        window=None,
+        settings=RecallSettings(graph_min_score=-1.0),  # every memory reached is kept
+        prior={
+            "semantic": [ArmHit(id=i, score=0.9 - k / 100) for k, i in enumerate(ids[:40:2])],
+            "keyword": [ArmHit(id=i, score=5.0 - k / 10) for k, i in enumerate(ids[100:130])],
+        },
+    )
+    start = GRAPH.start(query)
+    assert start is not None and dict(start.settings) == GENERIC_PLAN
+    params = dict(start.params or {})
+    rows = {}
+    with psycopg.connect(engine.dsn, autocommit=True) as conn:
+        register_vector(conn)
+        for mode in ("force_custom_plan", "force_generic_plan"):
+            conn.execute(sql.SQL("SET plan_cache_mode = {}").format(sql.Identifier(mode)))
+            rows[mode] = [conn.execute(start.statement, params, prepare=True).fetchall() for _ in range(3)]
+    custom = rows["force_custom_plan"][0]
+    assert len(custom) > 50
+    assert all(r == custom for r in rows["force_custom_plan"] + rows["force_generic_plan"])

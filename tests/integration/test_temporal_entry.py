@@ -17,6 +17,7 @@ from psycopg import sql
 from shared_core import MemoryEngine, MemoryItem
 from shared_core.recall.arms import ArmQuery
 from shared_core.recall.arms.temporal import ENTRY_SETTINGS, TEMPORAL, temporal_entry_statement
+from shared_core.storage.plan import GENERIC_PLAN
 from shared_core.types import TimeWindow
 from tests.integration.arm_banks import arm_query, dated_notes, entry_rows, inside
 
@@ -124,5 +125,13 @@ def test_the_exact_path_finds_every_memory_in_the_window(engine: MemoryEngine, b
 def test_the_arm_runs_the_entry_statement_with_its_settings(engine: MemoryEngine) -> None:
     query = TEMPORAL.start(arm_query(engine, "b", window=WINDOWS[0]))
     assert query is not None
-    assert dict(query.settings) == ENTRY_SETTINGS
+    # unfiltered: planned generic too (framed for ENTRY_SETTINGS anyway)
+    assert dict(query.settings) == {**ENTRY_SETTINGS, **GENERIC_PLAN}
     assert "few" in str(query.statement.as_string(None))  # type: ignore[union-attr]
+
+
+def test_a_filtered_entry_statement_keeps_custom_plans(engine: MemoryEngine) -> None:
+    # a filter's selectivity is read from its values: only the unfiltered statement is generic
+    query = TEMPORAL.start(arm_query(engine, "b", window=WINDOWS[0], tags=["x"]))
+    assert query is not None
+    assert dict(query.settings) == ENTRY_SETTINGS

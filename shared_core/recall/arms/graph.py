@@ -18,7 +18,7 @@ from shared_core.recall.arms import Arm, ArmQuery, ArmResult, ScoredRow, rows_or
 from shared_core.recall.fusion import ArmHit
 from shared_core.recall.settings import RecallSettings
 from shared_core.recall.timing import Stopwatch
-from shared_core.storage.plan import Concurrently, Plan, Query
+from shared_core.storage.plan import GENERIC_PLAN, Concurrently, Plan, Query
 from shared_core.types import CAUSAL_LINK_TYPES
 
 __all__ = ["GRAPH", "NEIGHBOURS", "graph_statement", "neighbour_plan", "query_entity_keys", "restart_mass"]
@@ -204,10 +204,21 @@ def _start(q: ArmQuery) -> Query | None:
     params = _params(q, semantic, keyword)
     if not (params["seed_ids"] or params["query_keys"]):
         return None  # nothing to spread from
+    # A generic plan: planning this statement was ~0.9 ms of its ~5 ms of server CPU, and its
+    # plan does not depend on the values (EXPLAIN (GENERIC_PLAN) gives the custom plans' joins
+    # and index scans at 100k; in a database of many banks, one bank's share is estimated from
+    # the number of banks, which favours the same index lookups). Framed anyway for its
+    # timeout: no round trip added. Measured at 100k (bench bank, the 50 bench queries'
+    # statements prepared, interleaved, load ~2-3): server CPU per recall 3.97 -> 3.17 ms, rows
+    # identical (benchmarks/statement_cpu_ab.py, docs/benchmarks/lat_recall.md). A plan with
+    # another join order may add a memory's entity terms in another order: the same scores in
+    # exact arithmetic, not always to the last bit, so near-ties can swap (LoCoMo: R@10
+    # unchanged; R@1 43.5 -> 43.4 in one full run of two, the other identical to main).
     return Query(
         graph_statement(q.where_sql, with_entities=True),
         params,
         timeout_ms=q.settings.graph_timeout_ms,
+        settings=GENERIC_PLAN,
         row_type=ScoredRow,
     )
 

@@ -150,6 +150,18 @@ klex AS MATERIALIZED (
 )""")
 
 _FULLTEXT_SCORE = sql.SQL("ts_rank_cd(u.search_vector, kq.q, 1)")
+# A query lexeme's tf in a memory: its positions, those in the neighbour context (weight 'D')
+# counting bm25_context_weight. Summed position by position (a float sum of 1s and the weight,
+# in position order), but only for a lexeme that has a 'D' position: without one the sum is
+# the count of its positions, exactly (a sum of 1.0s), read without running a subquery. A
+# lexeme stored without positions counts 1. The subquery per (memory, query lexeme) was a
+# seventh of the statement's CPU: the scoring of the 2,256 memories matching one bench query
+# at 100k, 15.4 -> 13.4 ms of server CPU (p50 of 20, same rows and scores to the bit;
+# docs/benchmarks/lat_recall.md for the whole recall).
+_TF = sql.SQL("""CASE WHEN 'D' = ANY(v.weights)
+                          THEN (SELECT sum(CASE WHEN w = 'D' THEN %(bm25_context_weight)s ELSE 1 END)
+                                FROM unnest(v.weights) w)
+                          ELSE coalesce(nullif(cardinality(v.weights), 0), 1) END""")
 # BM25: Σ idf × tf (k1 + 1) / (tf + k1 (1 - b + b dl / avgdl)); tf = positions of the lexeme
 # in the memory (text, context and entity/date signals alike; a position in the neighbour
 # context, weight 'D', counts bm25_context_weight), dl = distinct lexemes of the memory, avgdl
@@ -172,11 +184,10 @@ _BM25_SCORE = sql.SQL("""(
                             / (x.tf + %(bm25_k1)s * (1 - %(bm25_b)s + %(bm25_b)s
                                   * length(d.sv) / kl.avgdl))), 0)
         FROM (SELECT v.lexeme,
-                     coalesce((SELECT sum(CASE WHEN w = 'D' THEN %(bm25_context_weight)s ELSE 1 END)
-                               FROM unnest(v.weights) w), 1) AS tf
+                     {tf} AS tf
               FROM unnest(ts_delete(d.sv, tsvector_to_array(ts_delete(d.sv, kl.lex)))) v
               OFFSET 0) x
-        WHERE x.tf > 0)""")
+        WHERE x.tf > 0)""").format(tf=_TF)
 # BM25 when the query has an inflection group: a group is ONE query term, so a memory saying
 # "went" and "go" has tf 2 for it, and is not scored as matching two terms (a word with five
 # forms would otherwise count up to five times, and a memory repeating a verb in two tenses
@@ -189,12 +200,11 @@ _BM25_GROUPED_SCORE = sql.SQL("""(
                                   * length(d.sv) / kl.avgdl))), 0)
         FROM (SELECT min(y.p) AS p, sum(y.tf) AS tf
               FROM (SELECT array_position(kl.lex, v.lexeme) AS p,
-                           coalesce((SELECT sum(CASE WHEN w = 'D' THEN %(bm25_context_weight)s ELSE 1 END)
-                                     FROM unnest(v.weights) w), 1) AS tf
+                           {tf} AS tf
                     FROM unnest(ts_delete(d.sv, tsvector_to_array(ts_delete(d.sv, kl.lex)))) v
                     OFFSET 0) y
               GROUP BY kl.unit[y.p]) x
-        WHERE x.tf > 0)""")
+        WHERE x.tf > 0)""").format(tf=_TF)
 _FULLTEXT_FROM = sql.SQL("")
 # ``|| ''::tsvector`` builds an in-memory copy: the scoring subquery then reads that, not the
 # stored (toasted) value.
