@@ -47,6 +47,7 @@ __all__ = [
     "plain_load",
     "plain_table",
     "plain_topk",
+    "plain_topk_statement",
 ]
 
 HNSW_WITH = "(m = 16, ef_construction = 64)"
@@ -159,6 +160,15 @@ def plain_insert_one(dsn: str, table: str, vectors: npt.NDArray[np.float32], *, 
     return out
 
 
+def plain_topk_statement(table: str, k: int = 10) -> Any:
+    """The plain baseline's query: ``SELECT id FROM <table> ORDER BY embedding <=> %s LIMIT k``."""
+    from psycopg import sql as psql
+
+    return psql.SQL("SELECT id FROM {} ORDER BY embedding <=> %s LIMIT {}").format(
+        psql.Identifier(table), psql.Literal(int(k))
+    )
+
+
 def plain_topk(
     dsn: str,
     table: str,
@@ -173,11 +183,8 @@ def plain_topk(
     """The plain top-``k``: SQL time, embedding time and their sum per call; queries/s."""
     import psycopg
     from pgvector.psycopg import register_vector
-    from psycopg import sql as psql
 
-    sql = psql.SQL("SELECT id FROM {} ORDER BY embedding <=> %s LIMIT {}").format(
-        psql.Identifier(table), psql.Literal(int(k))
-    )
+    sql = plain_topk_statement(table, k)
     conns = []
     for _ in range(clients):
         conn = psycopg.connect(dsn, autocommit=True)
