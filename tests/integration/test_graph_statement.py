@@ -71,15 +71,9 @@ def _rows(dsn: str, statement: str, params: dict[str, Any]) -> list[tuple[Any, .
         return conn.execute(statement, params).fetchall()
 
 
-@pytest.mark.parametrize("graph_min", [0.05, 0.0, -1.0])
-def test_pruning_keeps_every_row_score_and_order(
-    engine: MemoryEngine, graph_bank: tuple[str, list[str]], graph_min: float
-) -> None:
-    bank, ids = graph_bank
-    settings = RecallSettings(graph_min_score=graph_min)
-    seeds = [ArmHit(id=i, score=0.9 - k / 100) for k, i in enumerate(ids[:40:2])]
-    keyword = [ArmHit(id=i, score=5.0 - k / 10) for k, i in enumerate(ids[100:130])]
-    query = ArmQuery(
+def _seeded_query(bank: str, ids: list[str], settings: RecallSettings) -> ArmQuery:
+    """The graph arm's query in ``bank``: three words, seeded by 20 semantic and 30 keyword hits."""
+    return ArmQuery(
         bank=bank,
         vector=np.zeros(384, dtype=np.float32),
         words=("person03", "example", "place07"),
@@ -90,8 +84,19 @@ def test_pruning_keeps_every_row_score_and_order(
         n=300,
         window=None,
         settings=settings,
-        prior={"semantic": seeds, "keyword": keyword},
+        prior={
+            "semantic": [ArmHit(id=i, score=0.9 - k / 100) for k, i in enumerate(ids[:40:2])],
+            "keyword": [ArmHit(id=i, score=5.0 - k / 10) for k, i in enumerate(ids[100:130])],
+        },
     )
+
+
+@pytest.mark.parametrize("graph_min", [0.05, 0.0, -1.0])
+def test_pruning_keeps_every_row_score_and_order(
+    engine: MemoryEngine, graph_bank: tuple[str, list[str]], graph_min: float
+) -> None:
+    bank, ids = graph_bank
+    query = _seeded_query(bank, ids, RecallSettings(graph_min_score=graph_min))
     start = GRAPH.start(query)
     assert start is not None and start.row_type is ScoredRow
     params = dict(start.params or {})
@@ -121,22 +126,8 @@ def test_the_generic_plan_returns_the_custom_plans_rows(
     """The arm runs its statement with a generic plan (GENERIC_PLAN): prepared, planned without
     the values, it returns the rows a custom plan does, scores compared to the bit."""
     bank, ids = graph_bank
-    query = ArmQuery(
-        bank=bank,
-        vector=np.zeros(384, dtype=np.float32),
-        words=("person03", "example", "place07"),
-        bigrams=(),
-        types=("world", "experience", "observation"),
-        tags=None,
-        tags_match="any",
-        n=300,
-        window=None,
-        settings=RecallSettings(graph_min_score=-1.0),  # every memory reached is kept
-        prior={
-            "semantic": [ArmHit(id=i, score=0.9 - k / 100) for k, i in enumerate(ids[:40:2])],
-            "keyword": [ArmHit(id=i, score=5.0 - k / 10) for k, i in enumerate(ids[100:130])],
-        },
-    )
+    # graph_min_score -1: every memory reached is kept.
+    query = _seeded_query(bank, ids, RecallSettings(graph_min_score=-1.0))
     start = GRAPH.start(query)
     assert start is not None and dict(start.settings) == GENERIC_PLAN
     params = dict(start.params or {})
