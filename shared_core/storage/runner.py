@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
@@ -169,9 +170,20 @@ def _framed_sync(conn: psycopg.Connection[Any], query: Query) -> Any:
         return _result_sync(cur, query)
 
 
-def _one_off_sync(pool: ConnectionPool[Any], query: Query) -> Any:
+# A statement whose wait in the executor used up the pool's timeout still takes a connection
+# that is free: psycopg_pool raises at once for a timeout of 0, even with one idle.
+_LAST_WAIT_S = 0.05
+
+
+def _one_off_sync(pool: ConnectionPool[Any], query: Query, queued_at: float | None = None) -> Any:
+    """``query`` on a pooled connection of its own; its result, or the exception it raised.
+    ``queued_at``: when it was handed to the executor. The time it waited there for a thread is
+    taken off the pool's timeout, so a statement that queued behind many callers' statements
+    fails with the pool's timeout (typed as exhaustion) once that time is up, instead of
+    waiting the whole timeout again for a connection after it."""
+    timeout = None if queued_at is None else max(pool.timeout - (time.monotonic() - queued_at), _LAST_WAIT_S)
     try:
-        with pool.connection() as conn:
+        with pool.connection(timeout) as conn:
             if not _alone(query):
                 return _framed_sync(conn, query)
             conn.autocommit = True
@@ -184,6 +196,14 @@ def _one_off_sync(pool: ConnectionPool[Any], query: Query) -> Any:
         return exc
 
 
+def _submit(
+    executor: ThreadPoolExecutor, pool: ConnectionPool[Any], queries: Sequence[Query]
+) -> list[Future[Any]]:
+    """``queries`` handed to the executor's threads, each with the time it was handed over."""
+    now = time.monotonic()
+    return [executor.submit(_one_off_sync, pool, q, now) for q in queries]
+
+
 def _concurrently_sync(
     pool: ConnectionPool[Any], executor: ThreadPoolExecutor, queries: Sequence[Query]
 ) -> list[Any]:
@@ -193,7 +213,7 @@ def _concurrently_sync(
     executor's few threads when many clients recall at once)."""
     if not queries:
         return []
-    futures = [executor.submit(_one_off_sync, pool, q) for q in queries[:-1]]
+    futures = _submit(executor, pool, queries[:-1])
     last = _one_off_sync(pool, queries[-1])
     return [*(f.result() for f in futures), last]
 
@@ -244,7 +264,7 @@ def run_sync(pool: ConnectionPool[Any], plan: Plan[T], *, executor: ThreadPoolEx
                     value = _concurrently_sync(pool, executor, op.queries)
                 elif isinstance(op, Launch):
                     launches += 1
-                    inflight[launches] = [executor.submit(_one_off_sync, pool, q) for q in op.queries]
+                    inflight[launches] = _submit(executor, pool, op.queries)
                     value = Launched(launches)
                 elif isinstance(op, Collect):
                     value = [f.result() for f in _take(inflight, op.launched)]
