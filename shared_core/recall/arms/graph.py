@@ -76,13 +76,19 @@ reach AS MATERIALIZED (
         LIMIT %(per_entity)s) t
 ),
 entity_hits AS (
-    SELECT r.unit_id, sum(m.mass / r.degree) AS ew, 0::float8 AS sw, 0::float8 AS cw
+    SELECT r.unit_id, sum(m.mass / r.degree ORDER BY m.entity_id, m.src) AS ew, 0::float8 AS sw,
+           0::float8 AS cw
     FROM reach r
     JOIN entity_mass m ON m.entity_id = r.entity_id AND m.src IS DISTINCT FROM r.unit_id
     GROUP BY r.unit_id
-    HAVING sum(m.mass / r.degree) > %(graph_min)s OR r.unit_id IN (SELECT unit_id FROM link_scores)
+    HAVING sum(m.mass / r.degree ORDER BY m.entity_id, m.src) > %(graph_min)s
+        OR r.unit_id IN (SELECT unit_id FROM link_scores)
 ),""")
 
+# A memory's entity terms are summed in one order, (entity, source memory), whatever join order
+# the planner picks: float addition is not associative, and sums in the order rows arrived
+# differed in the last bit between plans (a custom and a generic plan, the statement with and
+# without its pruning), enough to swap near-ties.
 # The link types followed (%(link_types)s, see _followed_links) are an index condition of
 # memory_links_from / _to (bank_id, id, link_type, ...): the temporal links, most of a chat
 # bank's (60 of 88 per seed at 100k), are never fetched from the heap only to be filtered out.
