@@ -216,10 +216,8 @@ def _start(q: ArmQuery) -> Query | None:
     # the number of banks, which favours the same index lookups). Framed anyway for its
     # timeout: no round trip added. Measured at 100k (bench bank, the 50 bench queries'
     # statements prepared, interleaved, load ~2-3): server CPU per recall 3.97 -> 3.17 ms, rows
-    # identical (benchmarks/statement_cpu_ab.py, docs/benchmarks/lat_recall.md). A plan with
-    # another join order may add a memory's entity terms in another order: the same scores in
-    # exact arithmetic, not always to the last bit, so near-ties can swap (LoCoMo: R@10
-    # unchanged; R@1 43.5 -> 43.4 in one full run of two, the other identical to main).
+    # identical (benchmarks/statement_cpu_ab.py, docs/benchmarks/lat_recall.md). The entity
+    # terms are summed in one order (_GRAPH_ENTITY), so no plan changes a score's last bit.
     return Query(
         graph_statement(q.where_sql, with_entities=True),
         params,
