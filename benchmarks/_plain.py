@@ -48,6 +48,7 @@ __all__ = [
     "plain_table",
     "plain_topk",
     "plain_topk_statement",
+    "timed_topk",
 ]
 
 HNSW_WITH = "(m = 16, ef_construction = 64)"
@@ -169,6 +170,16 @@ def plain_topk_statement(table: str, k: int = 10) -> Any:
     )
 
 
+def timed_topk(conn: Any, statement: Any, embed: Callable[[str], Any], text: str) -> tuple[float, float, int]:
+    """One plain top-k on ``conn`` (vectors registered): the embedding's ms, the SQL's ms, rows."""
+    t0 = time.perf_counter()
+    vector = np.asarray(embed(text), dtype=np.float32)
+    t1 = time.perf_counter()
+    rows = conn.execute(statement, (vector,)).fetchall()
+    t2 = time.perf_counter()
+    return (t1 - t0) * 1e3, (t2 - t1) * 1e3, len(rows)
+
+
 def plain_topk(
     dsn: str,
     table: str,
@@ -193,12 +204,7 @@ def plain_topk(
     per_client = max(1, calls // clients)
 
     def call(i: int, conn: Any) -> tuple[float, float, int]:
-        t0 = time.perf_counter()
-        vector = np.asarray(embed(texts[i % len(texts)]), dtype=np.float32)
-        t1 = time.perf_counter()
-        rows = conn.execute(sql, (vector,)).fetchall()
-        t2 = time.perf_counter()
-        return (t1 - t0) * 1e3, (t2 - t1) * 1e3, len(rows)
+        return timed_topk(conn, sql, embed, texts[i % len(texts)])
 
     try:
         for i in range(warmup):

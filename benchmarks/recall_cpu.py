@@ -85,6 +85,21 @@ def server_cpu(data_dir: Path) -> float:
     return sum(schedstat(f"/proc/{pid}/schedstat")[0] for pid in server_pids(data_dir))
 
 
+def replay_cpu(conn: Any, schedstat_path: str, statement: Any, params: Any, settings: Sequence[Any]) -> float:
+    """The server CPU (ms, the backend's ``schedstat_path``) of running ``statement`` once more
+    on ``conn`` (autocommit), framed as recall frames it: its setting statements first, in a
+    transaction of its own. Committed, not rolled back: a rollback makes psycopg drop the
+    connection's prepared statements, which recall's are from their fifth run (its connections
+    commit), and a generic plan's saving is in them."""
+    cpu0 = schedstat(schedstat_path)[0]
+    with conn.transaction(), conn.cursor() as cur:
+        for setting in settings:
+            cur.execute(setting)
+        cur.execute(statement, params)
+        cur.fetchall()
+    return schedstat(schedstat_path)[0] - cpu0
+
+
 def thread_cpu() -> dict[str, float]:
     """CPU time (ms) of every thread of this process, by thread id."""
     return {t: schedstat(f"/proc/self/task/{t}/schedstat")[0] for t in os.listdir("/proc/self/task")}
@@ -219,19 +234,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                             if isinstance(query.statement, str)
                             else query.statement.as_string(conn)
                         )
-                        cpu0 = schedstat(path)[0]
-                        # committed, not rolled back: a rollback makes psycopg drop the
-                        # connection's prepared statements, which recall's are from their fifth
-                        # run (its connections commit), and a generic plan's saving is in them
-                        with conn.transaction(), conn.cursor() as cur:
-                            for stmt in runner._setting_statements(query):
-                                cur.execute(stmt)
-                            cur.execute(query.statement, query.params)
-                            cur.fetchall()
+                        spent = replay_cpu(
+                            conn, path, query.statement, query.params, runner._setting_statements(query)
+                        )
                         if rep:
-                            per_kind.setdefault(statement_name(text)[:60], []).append(
-                                schedstat(path)[0] - cpu0
-                            )
+                            per_kind.setdefault(statement_name(text)[:60], []).append(spent)
         n = len(statements)
         total = sum(sum(v) for v in per_kind.values()) / n
         print(

@@ -61,7 +61,15 @@ import contextlib
 import numpy as np
 from _clients import run_clients
 from _corpus import CORPUS_VERSION, Corpus, Memory, Queries, make_corpus, make_queries
-from _plain import data_root, plain_insert_one, plain_load, plain_table, plain_topk, plain_topk_statement
+from _plain import (
+    data_root,
+    plain_insert_one,
+    plain_load,
+    plain_table,
+    plain_topk,
+    plain_topk_statement,
+    timed_topk,
+)
 from _report import publish
 
 HEADLINE = "total_excl_embedding_rerank"
@@ -255,6 +263,23 @@ def _analyze(dsn: str) -> None:
 
 
 # --- measuring ------------------------------------------------------------------------------
+def recall_timings(
+    engine: Any, bank: str, queries: Queries, i: int, options: Mapping[str, Any] | None = None
+) -> dict[str, float]:
+    """The traced stage timings of recall ``i`` of ``queries`` (``reranker="none"`` unless
+    ``options`` say otherwise), with the count of memories it returned as ``_memories``."""
+    result = engine.recall(
+        queries.texts[i % len(queries.texts)],
+        bank=bank,
+        query_timestamp=queries.query_time,
+        trace=True,
+        **{"reranker": "none", **(options or {})},
+    )
+    timings = dict(result.trace.timings_ms)
+    timings["_memories"] = len(result.memories)
+    return timings
+
+
 def measure_ours(
     engine: Any,
     bank: str,
@@ -267,19 +292,9 @@ def measure_ours(
 ) -> dict[str, Any]:
     """``calls`` recalls over ``clients`` threads, ``reranker="none"`` unless ``options`` (more
     recall options: a filter, tags, another reranker) say otherwise."""
-    recall_options = {"reranker": "none", **(options or {})}
 
     def call(i: int) -> dict[str, float]:
-        result = engine.recall(
-            queries.texts[i % len(queries.texts)],
-            bank=bank,
-            query_timestamp=queries.query_time,
-            trace=True,
-            **recall_options,
-        )
-        timings = dict(result.trace.timings_ms)
-        timings["_memories"] = len(result.memories)
-        return timings
+        return recall_timings(engine, bank, queries, i, options)
 
     for i in range(warmup):
         call(i)
@@ -318,24 +333,15 @@ def measure_paired(
     statement = plain_topk_statement(table)
 
     def ours_ms(i: int) -> float:
-        result = engine.recall(
-            queries.texts[i % len(queries.texts)],
-            bank=bank,
-            query_timestamp=queries.query_time,
-            trace=True,
-            reranker="none",
-        )
-        timings = result.trace.timings_ms
-        return float(timings["total"] - timings.get("rerank", 0.0))
+        timings = recall_timings(engine, bank, queries, i)
+        return timings["total"] - timings.get("rerank", 0.0)
 
     with psycopg.connect(engine.dsn, autocommit=True) as conn:
         register_vector(conn)
 
         def plain_ms(i: int) -> float:
-            t0 = time.perf_counter()
-            vector = np.asarray(embed(queries.texts[i % len(queries.texts)]), dtype=np.float32)
-            conn.execute(statement, (vector,)).fetchall()
-            return (time.perf_counter() - t0) * 1e3
+            embed_ms, sql_ms, _ = timed_topk(conn, statement, embed, queries.texts[i % len(queries.texts)])
+            return embed_ms + sql_ms
 
         for i in range(warmup):
             ours_ms(i)

@@ -105,7 +105,7 @@ def main() -> int:
 
     import psycopg
     from pgvector.psycopg import register_vector
-    from recall_cpu import schedstat
+    from recall_cpu import replay_cpu
 
     from shared_core import EngineConfig, MemoryEngine
 
@@ -132,18 +132,9 @@ def main() -> int:
                 for side, recorded in sides.items():
                     conn.execute(recorded["session"])
                     for text, params, settings in recorded["batches"][i]:
-                        cpu0 = schedstat(path)[0]
-                        # committed, not rolled back: a rollback makes psycopg drop the
-                        # connection's prepared statements, and recall's run prepared (its
-                        # connections commit); the statements only read, their settings are local
-                        with conn.transaction(), conn.cursor() as cur:
-                            for statement in settings:
-                                cur.execute(statement)
-                            cur.execute(text, params)
-                            cur.fetchall()
+                        spent = replay_cpu(conn, path, text, params, settings)
                         if rnd:
-                            kind = statement_name(text)[:60]
-                            cpu[side].setdefault(kind, []).append(schedstat(path)[0] - cpu0)
+                            cpu[side].setdefault(statement_name(text)[:60], []).append(spent)
     print(
         f"size {args.size}, {n} recalls x {args.rounds - 1} measured rounds, interleaved A/B, "
         f"load {os.getloadavg()[0]:.2f}\nA = {args.a}\nB = {args.b}"
