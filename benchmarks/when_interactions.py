@@ -52,7 +52,7 @@ import train_reranker as T
 from _report import write_json
 from reranker_data import DEFAULT_DATA_DIR, load_rows
 
-from shared_core.recall.learned import FEATURE_NAMES, LearnedScorer
+from shared_core.recall.learned import FEATURE_NAMES, CandidateSignals, LearnedScorer, unfuse_when_list
 
 Array = npt.NDArray[np.float64]
 COL = {name: i for i, name in enumerate(FEATURE_NAMES)}
@@ -318,9 +318,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument(
         "--when-list", action="store_true", help='only: 0-4\'s "when" lists by rank, evidence or not'
     )
+    p.add_argument(
+        "--when-share-removed",
+        type=float,
+        default=1.0,
+        help='share of the "when" list\'s RRF weight taken out beyond its head (recall: 1)',
+    )
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args(argv)
     shipped = LearnedScorer.default()
+    if args.when_share_removed != 1.0:
+        share = args.when_share_removed
+
+        def partly(signals: Sequence[CandidateSignals], *, weight: float, k: float) -> list[CandidateSignals]:
+            return unfuse_when_list(signals, weight=weight * share, k=k)
+
+        T.unfuse_when_list = partly  # train_reranker.questions_of reads the list through it
     variants = ["", *EXTRAS] if args.variants is None else list(args.variants)
     train = {c: load(args.data_dir, "locomo", [c], shipped) for c in T.TRAIN}
     if args.when_list:
