@@ -210,7 +210,10 @@ def fit(
     else:
         x = np.concatenate([np.hstack([q.x[:, [COL[f] for f in BASE]], extras(q, names)]) for q in qs])
         offset = np.zeros(len(y))
-    mean, scale = x.mean(axis=0), x.std(axis=0)
+    # frozen: scaled, not centred, so a column's 0 (every candidate of a question that is not a
+    # time question) adds nothing to the shipped logit
+    mean = np.zeros(x.shape[1]) if frozen else x.mean(axis=0)
+    scale = x.std(axis=0)
     scale[scale < 1e-9] = 1.0
     z = (x - mean) / scale
     if frozen:  # no intercept: the shipped one stays
