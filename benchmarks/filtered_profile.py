@@ -49,7 +49,7 @@ _NAMES = (
     ("unnest(%(frontier)s", "temporal-hop"),
     ("u.id <> ALL(%(seen)s", "fill"),
     ("SELECT * FROM ( SELECT u.id::text AS id, u.text", "semantic"),
-    ("u.tags, u.metadata", "details"),
+    ("FROM recall_details(", "details"),
     ("u.text, u.context, u.fact", "hydrate"),
 )
 

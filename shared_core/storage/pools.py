@@ -24,6 +24,7 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 from shared_core.errors import DatabaseUnavailableError, HindsightError, PoolExhaustedError
 from shared_core.quiet import install_pool_filter
 from shared_core.storage.errors import map_database_error
+from shared_core.storage.jsonb import FastJsonbLoader
 from shared_core.storage.plan import Plan
 from shared_core.storage.runner import run_async, run_sync
 
@@ -328,12 +329,14 @@ class Pools:
     # ---------------------------------------------------------------- opening
     def _configure_sync(self, conn: psycopg.Connection[Any]) -> None:
         register_vector(conn)
+        conn.adapters.register_loader("jsonb", FastJsonbLoader)
         conn.execute(self._session)
         conn.commit()
 
     async def _configure_async(self, conn: psycopg.AsyncConnection[Any]) -> None:
         self._async_connections.setdefault(asyncio.get_running_loop(), weakref.WeakSet()).add(conn)
         await register_vector_async(conn)
+        conn.adapters.register_loader("jsonb", FastJsonbLoader)
         await conn.execute(self._session)
         await conn.commit()
 

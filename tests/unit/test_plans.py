@@ -102,9 +102,12 @@ def _answer(arms: dict[str, list[dict[str, Any]] | BaseException]):  # type: ign
             return arms.get("temporal", [])
         if '"embedding"::vector(384)) <=>' in text:
             return _semantic(query, arms.get("semantic", []))
-        if "FROM memory_units u\nWHERE u.bank_id = %(bank)s AND u.id = ANY" in text:
-            # hydration (ranking fields) and details (returned memories): the columns the
-            # statement's row type reads
+        if (
+            "FROM memory_units u\nWHERE u.bank_id = %(bank)s AND u.id = ANY" in text
+            or "FROM recall_details(" in text
+        ):
+            # hydration (ranking fields) and details (returned memories, the recall_details
+            # function of migration 0023): the columns the statement's row type reads
             wanted = {str(i) for i in query.params["ids"]}  # type: ignore[index]
             columns = {f.name for f in dataclasses.fields(query.row_type)}  # type: ignore[arg-type]
             return [{k: r[k] for k in columns} for i, r in STORED.items() if i in wanted]
@@ -600,7 +603,11 @@ def test_details_are_read_for_the_returned_memories_only() -> None:
             recall_plan(_context(), "Where does Bob live?", RecallOptions(max_tokens=6, trace=True)),
             _answer(arms),
         )  # type: ignore[arg-type]
-        hydrations = [q for _, q in _statements(ops) if "u.id = ANY" in statement_text(q)]
+        hydrations = [
+            q
+            for _, q in _statements(ops)
+            if any(s in statement_text(q) for s in ("u.id = ANY", "recall_details("))
+        ]
         # details the memory the cut kept, read once: with the ranking ahead of the graph's rows
         # (while its statement runs), whose cut kept B too; then hydration reads the graph's C
         # only (the semantic statement read A and B whole)
