@@ -53,12 +53,15 @@ BEGIN
     RETURN NULL;
 END $$;
 
+-- Each deleted memory's lexemes as one array probe of the primary key: joining its lexemes
+-- unnested instead took 1.25 s for 2,000 memories at 100k (a hash join over the whole table)
+-- against 0.30 s (0.2 ms for one memory either way).
 CREATE FUNCTION memory_postings_delete() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     DELETE FROM memory_postings p
-    USING (SELECT o.bank_id, o.id, x.lexeme
-           FROM old_rows o, unnest(tsvector_to_array(o.search_vector)) AS x(lexeme)) d
-    WHERE p.bank_id = d.bank_id AND p.lexeme = d.lexeme AND p.unit_id = d.id;
+    USING old_rows o
+    WHERE p.bank_id = o.bank_id AND p.unit_id = o.id
+      AND p.lexeme = ANY(tsvector_to_array(o.search_vector));
     RETURN NULL;
 END $$;
 
