@@ -9,6 +9,10 @@ given, extraction on: ``single_retain.py``'s turns) in turn, alternating which g
 both see the same load. Prints p50/p95 of each side, the paired difference (the same turn, one
 right after the other), the client CPU per retain and the load average. Every memory written
 is deleted at the end.
+
+A schema change (a migration adding triggers) is the database's, so both trees on one database
+pay it: ``--data-a`` / ``--data-b`` give each side a data directory of its own (copies of one
+bank; the base tree's never sees the newer migration).
 """
 
 from __future__ import annotations
@@ -55,8 +59,9 @@ with MemoryEngine(data_dir=os.environ["HINDSIGHT_BENCH_PGDATA"]) as engine:
 """
 
 
-def _worker(tree: Path, bank: str, side: str) -> subprocess.Popen[str]:
-    return start_worker(_WORKER, [str(tree), bank, side], tree)
+def _worker(tree: Path, bank: str, side: str, data: Path | None) -> subprocess.Popen[str]:
+    env = {"HINDSIGHT_BENCH_PGDATA": str(data)} if data is not None else None
+    return start_worker(_WORKER, [str(tree), bank, side], tree, env)
 
 
 def main() -> int:
@@ -66,9 +71,11 @@ def main() -> int:
     p.add_argument("--bank", default="bench-latency-v2-100000")
     p.add_argument("--count", type=int, default=100)
     p.add_argument("--warmup", type=int, default=4)
+    p.add_argument("--data-a", type=Path, default=None, help="A's data directory ($HINDSIGHT_BENCH_PGDATA)")
+    p.add_argument("--data-b", type=Path, default=None, help="B's data directory ($HINDSIGHT_BENCH_PGDATA)")
     args = p.parse_args()
-    a = _worker(args.a.resolve(), args.bank, "A")
-    b = _worker(args.b.resolve(), args.bank, "B")
+    a = _worker(args.a.resolve(), args.bank, "A", args.data_a)
+    b = _worker(args.b.resolve(), args.bank, "B", args.data_b)
     loads = [os.getloadavg()[0]]
     got: dict[str, list[dict[str, Any]]] = {"A": [], "B": []}
     for i in range(args.warmup + args.count):
@@ -84,7 +91,7 @@ def main() -> int:
         proc.stdin.close()
         proc.wait()
     print(f"bank {args.bank}, {args.count} retains per side, load avg {min(loads):.2f}-{max(loads):.2f}")
-    print(f"A = {args.a}\nB = {args.b}")
+    print(f"A = {args.a} {args.data_a or ''}\nB = {args.b} {args.data_b or ''}")
     for side in ("A", "B"):
         ms = sorted(r["ms"] for r in got[side])
         print(

@@ -67,6 +67,32 @@ def _counted(dsn: str, bank: str) -> tuple[tuple[int, int], dict[str, int]]:
     return (int(row[0]), int(row[1])), dict(terms)
 
 
+def _postings(dsn: str, bank: str) -> list[tuple[str, str, int, int, int]]:
+    """The bank's postings (migration 0022) as kept by the triggers."""
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute(
+            "SELECT lexeme, unit_id::text, dl, n_plain, n_ctx FROM memory_postings WHERE bank_id = %s",
+            (bank,),
+        ).fetchall()
+    return sorted(rows)
+
+
+def _postings_counted(dsn: str, bank: str) -> list[tuple[str, str, int, int, int]]:
+    """The same postings counted here from each memory's search vector: positions outside the
+    neighbour context (weight 'D') and in it; a lexeme stored without positions counts 1."""
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute(
+            "SELECT v.lexeme, u.id::text, length(u.search_vector), v.weights "
+            "FROM memory_units u, unnest(u.search_vector) v WHERE u.bank_id = %s",
+            (bank,),
+        ).fetchall()
+    counted = []
+    for lexeme, unit, dl, weights in rows:
+        ctx = list(weights or []).count("D")
+        counted.append((lexeme, unit, dl, (len(weights or []) - ctx) if weights else 1, ctx))
+    return sorted(counted)
+
+
 # --- statistics ----------------------------------------------------------------------------------
 
 
@@ -86,10 +112,13 @@ def test_statistics_follow_retain_delete_and_document_replacement(plain: MemoryE
     stats, terms = _stats(dsn, bank)
     assert stats[0] == 5
     assert (stats, terms) == _counted(dsn, bank)
+    assert _postings(dsn, bank) == _postings_counted(dsn, bank)
+    assert len(_postings(dsn, bank)) == sum(terms.values())
     assert terms["heron"] == 3 and terms["pond"] == 3
 
     plain.delete([ids[0]], bank=bank)
     assert _stats(dsn, bank) == _counted(dsn, bank)
+    assert _postings(dsn, bank) == _postings_counted(dsn, bank)
     assert _stats(dsn, bank)[1]["heron"] == 2
 
     plain.retain(["Spring came; the pond thawed."], bank=bank, document_id="diary")  # replaces
@@ -98,8 +127,13 @@ def test_statistics_follow_retain_delete_and_document_replacement(plain: MemoryE
     assert (stats, terms) == _counted(dsn, bank)
     assert terms["heron"] == 1 and "frozen" not in terms
 
+    assert _postings(dsn, bank) == _postings_counted(dsn, bank)
+
     plain.delete(document_id="diary", bank=bank)
     assert _stats(dsn, bank) == _counted(dsn, bank)
+    assert _postings(dsn, bank) == _postings_counted(dsn, bank)
+    lexemes = {lexeme for lexeme, *_ in _postings(dsn, bank)}
+    assert {"heron", "frog", "sing", "night"} <= lexemes and "pond" not in lexemes
 
 
 def test_statistics_follow_a_users_own_text_update(plain: MemoryEngine) -> None:
@@ -114,6 +148,12 @@ def test_statistics_follow_a_users_own_text_update(plain: MemoryEngine) -> None:
     stats, terms = _stats(plain.dsn, bank)
     assert (stats, terms) == _counted(plain.dsn, bank)
     assert "kingfish" not in terms and terms["otter"] == 1
+    # the update's vector has default weights ('D'): every position counts as context
+    assert _postings(plain.dsn, bank) == _postings_counted(plain.dsn, bank)
+    assert [(lexeme, n_plain, n_ctx) for lexeme, _, _, n_plain, n_ctx in _postings(plain.dsn, bank)] == [
+        ("otter", 0, 1),
+        ("swam", 0, 2),
+    ]
 
 
 def test_a_failed_retain_leaves_the_statistics_alone(plain: MemoryEngine) -> None:
@@ -356,6 +396,8 @@ def test_upgrading_a_database_with_memories_backfills_the_statistics(
         stats, terms = _stats(dsn, "old")
         assert stats[0] == 3 and terms["owl"] == 2
         assert (stats, terms) == _counted(dsn, "old")
+        assert len(_postings(dsn, "old")) == 5  # owl hunt dusk, owl, bat
+        assert _postings(dsn, "old") == _postings_counted(dsn, "old")  # 0022's backfill
     finally:
         with psycopg.connect(plain.dsn, autocommit=True) as admin:
             admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
@@ -441,7 +483,7 @@ def test_bm25_statement_matches_the_plain_formulation(plain: MemoryEngine) -> No
     reference = sql.Composed(
         [sql.SQL("WITH "), keyword._KEYWORD_QUERY, keyword._BM25_LEXEMES, sql.SQL(_PLAIN_BM25)]
     )
-    statement = keyword.keyword_statement(sql.SQL("TRUE"), "bm25")
+    statements = [keyword.keyword_statement(sql.SQL("TRUE"), "bm25", postings=p) for p in (False, True)]
     with psycopg.connect(plain.dsn) as conn:
         weights = conn.execute(
             "SELECT array_agg(DISTINCT w) FROM memory_units u, unnest(u.search_vector) v, unnest(v.weights) w"
@@ -451,10 +493,10 @@ def test_bm25_statement_matches_the_plain_formulation(plain: MemoryEngine) -> No
         assert weights is not None and {"A", "B", "D"} <= set(weights[0])
         for query in (["heron"], ["pond", "frog"], ["otter", "river", "stone", "basil", "lily"], ["turn"]):
             p = {**params, "words": query, "word_groups": list(range(1, len(query) + 1))}
-            ours = conn.execute(statement, p).fetchall()
             plain_rows = conn.execute(reference, p).fetchall()
-            assert len(ours) > 1
-            assert ours == plain_rows  # same ids, same order, bit-identical scores
+            assert len(plain_rows) > 1
+            for statement in statements:  # the search vectors' scan and the postings
+                assert conn.execute(statement, p).fetchall() == plain_rows  # same ids, order, bits
 
 
 # --- inflection groups -----------------------------------------------------------------------------
@@ -554,3 +596,64 @@ def test_words_of_one_inflection_group_count_once_against_the_term_limit(
     )
     assert plain_words.trace is not None
     assert any("keyword terms cut to the 16 rarest" in note for note in plain_words.trace.notes)
+
+
+def test_the_postings_rank_as_the_search_vectors_do(plain: MemoryEngine) -> None:
+    """The postings statement (unfiltered recalls) against the search vectors' scan, to the bit:
+    inflection groups, context weights ('D'), and a form of two lexemes ("heron_pond", an AND
+    of both, which only the search vectors can test: that query runs the scan branch)."""
+    from psycopg import sql
+
+    from shared_core.recall.arms import keyword
+
+    bank = _bank("postings-same")
+    words = ["heron", "went", "go", "pond", "gone", "frog", "goes", "swam", "swim", "lily"]
+    items = [
+        MemoryItem(
+            text=" ".join(words[(i * j + k) % len(words)] for k in range(1 + i % 6)) + f" turn {i}.",
+            context="the heron went by the pond" if i % 4 == 0 else None,
+            document_id=f"conversation-{j}",
+            embedding=vec(0.0, axis=40 + (i % 20)),
+        )
+        for j in (1, 3)
+        for i in range(30)
+    ]
+    plain.retain(items, bank=bank)
+    s = RecallSettings()
+    params = {
+        "bank": bank,
+        "types": ["world", "experience", "observation"],
+        "ts_config": s.ts_config,
+        "bigrams": [],
+        "keyword_n": 100,
+        "max_terms": s.keyword_max_terms,
+        "max_postings": s.keyword_max_postings,
+        # keep every term, even a group whose forms' dfs sum past the bank's size (go / went /
+        # gone / goes): the point is the score, not the term choice
+        "bank_max_df": 10.0,
+        "bank_min_rows": s.keyword_bank_min_rows,
+        "bm25_k1": s.bm25_k1,
+        "bm25_b": s.bm25_b,
+        "bm25_context_weight": s.bm25_context_weight,
+    }
+    queries = [
+        ["go", "heron"],
+        ["swim", "pond", "went"],
+        ["went"],
+        ["swims", "lily"],
+        ["heron_pond", "lily"],
+        ["frog"],
+    ]
+    with psycopg.connect(plain.dsn) as conn:
+        for query in queries:
+            forms, groups = keyword.word_forms(query, inflections=True)
+            grouped = any(len(keyword.inflection_group(w)) > 1 for w in query)
+            p = {**params, "words": forms, "word_groups": groups}
+            scan, postings = (
+                conn.execute(
+                    keyword.keyword_statement(sql.SQL("TRUE"), "bm25", grouped=grouped, postings=on), p
+                ).fetchall()
+                for on in (False, True)
+            )
+            assert len(scan) > 1, query
+            assert postings == scan, query  # same ids, same order, bit-identical scores

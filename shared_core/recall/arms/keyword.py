@@ -17,6 +17,7 @@ from shared_core.recall.query import KeywordRanking
 from shared_core.recall.timing import Stopwatch
 from shared_core.storage.plan import Plan, Query
 from shared_core.text import cjk_bigrams
+from shared_core.types import FACT_TYPES
 
 __all__ = ["KEYWORD", "KeywordTerms", "keyword_params", "keyword_statement", "keyword_terms", "word_forms"]
 
@@ -211,6 +212,77 @@ _FULLTEXT_FROM = sql.SQL("")
 _BM25_DETOASTED = sql.SQL(" CROSS JOIN LATERAL (SELECT u.search_vector || ''::tsvector AS sv OFFSET 0) d")
 _BM25_FROM = sql.SQL(", klex kl")
 
+# BM25 from the postings (migration 0022: per memory and lexeme its dl and position counts),
+# for an unfiltered recall of every fact type: the query's lexemes are read by an index-only
+# scan, so no memory's heap page or search vector is read at all. The same scores to the bit
+# as the statement below (tests/integration/test_keyword_stats.py compares both with the plain
+# formulation): each memory's lexemes are summed in the search vector's order (bytewise,
+# COLLATE "C": a tsvector sorts its lexemes by memcmp), tf is n_plain then the context weight
+# added n_ctx times (the order the search vector's positions give, 0022), and a group's score is
+# the statement below's subquery over the same (lexeme, tf) rows, whose hash aggregate sums the
+# units in its own order; a memory matching one unit only (most) is scored inline: one addend,
+# so no order, and no subquery run (grouped statements 8.80 -> 6.02 ms p50 of server CPU, 22
+# bench queries x 2, same rows). Every ORDER BY of an aggregate is the one sort below it
+# (presorted; a FILTER clause on the sum made Postgres sort each memory's rows apart: flat
+# statements 1.93 -> 1.71 ms p50, 28 queries x 2). The postings say which
+# memories match only when every form is one lexeme (a word like "bob_smith" is an AND of two:
+# ``kflat``); otherwise the statement below runs, each branch gated by a one-time filter.
+# Measured at 100k (bench bank, benchmarks/statement_cpu_ab.py, the 50 bench queries x 2 rounds
+# interleaved, load 4.1; docs/benchmarks/kw_postings.md): server CPU 12.67 -> 6.82 ms per recall,
+# identical results 50 of 50.
+_POSTINGS_FLAT = sql.SQL(""",
+kflat AS MATERIALIZED (
+    SELECT NOT EXISTS (SELECT 1 FROM kforms WHERE numnode(q) > 1) AS yes
+)""")
+# A posting's tf (see above); generate_series only for a lexeme with context positions.
+_POSTING_TF = sql.SQL("""CROSS JOIN LATERAL (
+        SELECT CASE WHEN p.n_ctx = 0 THEN p.n_plain::float8
+                    ELSE (SELECT sum(c.x) FROM (SELECT p.n_plain::float8 AS x
+                                                UNION ALL
+                                                SELECT %(bm25_context_weight)s::float8
+                                                FROM generate_series(1, p.n_ctx)) c) END AS tf) t""")
+_POSTINGS_SCORED = sql.SQL("""
+    SELECT p.unit_id::text AS id,
+           coalesce(sum(CASE WHEN t.tf > 0
+                             THEN kl.idf[array_position(kl.lex, p.lexeme)] * t.tf * (%(bm25_k1)s + 1)
+                                  / (t.tf + %(bm25_k1)s * (1 - %(bm25_b)s + %(bm25_b)s * p.dl / kl.avgdl))
+                             END
+                        ORDER BY p.lexeme COLLATE "C"), 0) AS score
+    FROM klex kl, memory_postings p {tf}
+    WHERE (SELECT yes FROM kflat) AND p.bank_id = %(bank)s AND p.lexeme = ANY(kl.lex)
+    GROUP BY p.unit_id
+    ORDER BY score DESC, p.unit_id DESC
+    LIMIT %(keyword_n)s""")
+_POSTINGS_GROUPED_SCORED = sql.SQL("""
+    SELECT g.unit_id::text AS id, CASE WHEN g.umin = g.umax
+        THEN CASE WHEN g.tf > 0 THEN kl.idf[g.p] * g.tf * (%(bm25_k1)s + 1)
+                                     / (g.tf + %(bm25_k1)s * (1 - %(bm25_b)s + %(bm25_b)s * g.dl / kl.avgdl))
+                  ELSE 0 END
+        ELSE (
+        SELECT coalesce(sum(kl.idf[x.p] * x.tf * (%(bm25_k1)s + 1)
+                            / (x.tf + %(bm25_k1)s * (1 - %(bm25_b)s + %(bm25_b)s
+                                  * g.dl / kl.avgdl))), 0)
+        FROM (SELECT min(y.p) AS p, sum(y.tf) AS tf
+              FROM (SELECT * FROM unnest(g.ps, g.tfs) AS y(p, tf) OFFSET 0) y
+              GROUP BY kl.unit[y.p]) x
+        WHERE x.tf > 0) END AS score
+    FROM (SELECT p.unit_id, min(p.dl) AS dl,
+                 min(kl.unit[array_position(kl.lex, p.lexeme)]) AS umin,
+                 max(kl.unit[array_position(kl.lex, p.lexeme)]) AS umax,
+                 min(array_position(kl.lex, p.lexeme)) AS p,
+                 sum(t.tf ORDER BY p.lexeme COLLATE "C") AS tf,
+                 array_agg(array_position(kl.lex, p.lexeme) ORDER BY p.lexeme COLLATE "C") AS ps,
+                 array_agg(t.tf ORDER BY p.lexeme COLLATE "C") AS tfs
+          FROM klex kl, memory_postings p {tf}
+          WHERE (SELECT yes FROM kflat) AND p.bank_id = %(bank)s AND p.lexeme = ANY(kl.lex)
+          GROUP BY p.unit_id) g, klex kl
+    ORDER BY score DESC, g.unit_id DESC
+    LIMIT %(keyword_n)s""")
+_POSTINGS_ARM = sql.SQL("""
+SELECT * FROM (({postings})
+  UNION ALL
+  (SELECT * FROM ({scan}) s WHERE NOT (SELECT yes FROM kflat))) k""")
+
 # One keyword scan for all requested types: the rank runs once per matching row, not once per
 # (row, fact type).
 _KEYWORD_ARM = sql.SQL("""
@@ -223,23 +295,30 @@ LIMIT %(keyword_n)s""")
 
 
 def keyword_statement(
-    tags: sql.Composable, ranking: KeywordRanking, *, grouped: bool = False
+    tags: sql.Composable, ranking: KeywordRanking, *, grouped: bool = False, postings: bool = False
 ) -> sql.Composed:
     """The keyword arm, ranked by BM25 or ``ts_rank_cd`` (``ranking``); ``grouped``: the words
-    hold an inflection group of more than one form (BM25 then sums tf per group)."""
+    hold an inflection group of more than one form (BM25 then sums tf per group);
+    ``postings``: BM25 from the postings (an unfiltered recall of every fact type: ``tags``
+    must then be ``TRUE``), the search vectors read only for a form of several lexemes."""
     bm25 = ranking == "bm25"
     bm25_score = _BM25_GROUPED_SCORE if grouped else _BM25_SCORE
+    scan = _KEYWORD_ARM.format(
+        tags=tags,
+        score=bm25_score if bm25 else _FULLTEXT_SCORE,
+        lateral=_BM25_DETOASTED if bm25 else _FULLTEXT_FROM,
+        more=_BM25_FROM if bm25 else _FULLTEXT_FROM,
+    )
+    if not (bm25 and postings):
+        return sql.Composed([sql.SQL("WITH "), _KEYWORD_QUERY, _BM25_LEXEMES if bm25 else sql.SQL(""), scan])
+    scored = (_POSTINGS_GROUPED_SCORED if grouped else _POSTINGS_SCORED).format(tf=_POSTING_TF)
     return sql.Composed(
         [
             sql.SQL("WITH "),
             _KEYWORD_QUERY,
-            _BM25_LEXEMES if bm25 else sql.SQL(""),
-            _KEYWORD_ARM.format(
-                tags=tags,
-                score=bm25_score if bm25 else _FULLTEXT_SCORE,
-                lateral=_BM25_DETOASTED if bm25 else _FULLTEXT_FROM,
-                more=_BM25_FROM if bm25 else _FULLTEXT_FROM,
-            ),
+            _BM25_LEXEMES,
+            _POSTINGS_FLAT,
+            _POSTINGS_ARM.format(postings=scored, scan=scan),
         ]
     )
 
@@ -282,11 +361,17 @@ def _grouped(q: ArmQuery) -> bool:
     return q.settings.keyword_inflections and any(len(inflection_group(w)) > 1 for w in q.words)
 
 
+def _unfiltered(q: ArmQuery) -> bool:
+    """Whether every memory of the bank is searched (no tag or metadata filter, every fact
+    type): the postings hold no filter column."""
+    return not q.filtered and set(q.types) >= set(FACT_TYPES)
+
+
 def _start(q: ArmQuery) -> Query | None:
     if not (q.words or q.bigrams):
         return None
     return Query(
-        keyword_statement(q.where_sql, q.settings.keyword, grouped=_grouped(q)),
+        keyword_statement(q.where_sql, q.settings.keyword, grouped=_grouped(q), postings=_unfiltered(q)),
         keyword_params(q, q.n * len(q.types)),
         row_type=ScoredRow,
     )
