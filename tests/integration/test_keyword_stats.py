@@ -7,6 +7,7 @@ import dataclasses
 import math
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import psycopg
 import pytest
@@ -445,28 +446,26 @@ ORDER BY score DESC, u.id DESC
 LIMIT %(keyword_n)s"""
 
 
-def test_bm25_statement_matches_the_plain_formulation(plain: MemoryEngine) -> None:
-    from psycopg import sql
-
-    from shared_core.recall.arms import keyword
-
-    bank = _bank("bm25-same")
-    words = ["heron", "pond", "frog", "lily", "otter", "river", "stone", "basil"]
-    # Two conversations (documents): each turn gets its predecessor as index context (weight
-    # 'D'), so context-weighted term frequencies are compared too; contexts add weight 'B'.
-    items = [
+def _two_conversations(words: list[str], *, context: str, every: int, longest: int) -> list[MemoryItem]:
+    """Two conversations (documents) of 30 turns drawn from ``words``: each turn gets its
+    predecessor as index context (weight 'D'), so context-weighted term frequencies are
+    compared too; every ``every``-th turn has ``context`` (weight 'B')."""
+    return [
         MemoryItem(
-            text=" ".join(words[(i * j + k) % len(words)] for k in range(1 + i % 5)) + f" turn {i}.",
-            context="by the pond" if i % 3 == 0 else None,
+            text=" ".join(words[(i * j + k) % len(words)] for k in range(1 + i % longest)) + f" turn {i}.",
+            context=context if i % every == 0 else None,
             document_id=f"conversation-{j}",
             embedding=vec(0.0, axis=40 + (i % 20)),
         )
         for j in (1, 3)
         for i in range(30)
     ]
-    plain.retain(items, bank=bank)
+
+
+def _bm25_params(bank: str, *, bank_max_df: float) -> dict[str, Any]:
+    """The keyword statement's parameters with the default settings, but ``bank_max_df``."""
     s = RecallSettings()
-    params = {
+    return {
         "bank": bank,
         "types": ["world", "experience", "observation"],
         "ts_config": s.ts_config,
@@ -474,12 +473,23 @@ def test_bm25_statement_matches_the_plain_formulation(plain: MemoryEngine) -> No
         "keyword_n": 100,
         "max_terms": s.keyword_max_terms,
         "max_postings": s.keyword_max_postings,
-        "bank_max_df": 1.0,  # keep every term: the point is the score, not the term choice
+        "bank_max_df": bank_max_df,
         "bank_min_rows": s.keyword_bank_min_rows,
         "bm25_k1": s.bm25_k1,
         "bm25_b": s.bm25_b,
         "bm25_context_weight": s.bm25_context_weight,
     }
+
+
+def test_bm25_statement_matches_the_plain_formulation(plain: MemoryEngine) -> None:
+    from psycopg import sql
+
+    from shared_core.recall.arms import keyword
+
+    bank = _bank("bm25-same")
+    words = ["heron", "pond", "frog", "lily", "otter", "river", "stone", "basil"]
+    plain.retain(_two_conversations(words, context="by the pond", every=3, longest=5), bank=bank)
+    params = _bm25_params(bank, bank_max_df=1.0)  # keep every term: the point is the score
     reference = sql.Composed(
         [sql.SQL("WITH "), keyword._KEYWORD_QUERY, keyword._BM25_LEXEMES, sql.SQL(_PLAIN_BM25)]
     )
@@ -608,34 +618,11 @@ def test_the_postings_rank_as_the_search_vectors_do(plain: MemoryEngine) -> None
 
     bank = _bank("postings-same")
     words = ["heron", "went", "go", "pond", "gone", "frog", "goes", "swam", "swim", "lily"]
-    items = [
-        MemoryItem(
-            text=" ".join(words[(i * j + k) % len(words)] for k in range(1 + i % 6)) + f" turn {i}.",
-            context="the heron went by the pond" if i % 4 == 0 else None,
-            document_id=f"conversation-{j}",
-            embedding=vec(0.0, axis=40 + (i % 20)),
-        )
-        for j in (1, 3)
-        for i in range(30)
-    ]
+    items = _two_conversations(words, context="the heron went by the pond", every=4, longest=6)
     plain.retain(items, bank=bank)
-    s = RecallSettings()
-    params = {
-        "bank": bank,
-        "types": ["world", "experience", "observation"],
-        "ts_config": s.ts_config,
-        "bigrams": [],
-        "keyword_n": 100,
-        "max_terms": s.keyword_max_terms,
-        "max_postings": s.keyword_max_postings,
-        # keep every term, even a group whose forms' dfs sum past the bank's size (go / went /
-        # gone / goes): the point is the score, not the term choice
-        "bank_max_df": 10.0,
-        "bank_min_rows": s.keyword_bank_min_rows,
-        "bm25_k1": s.bm25_k1,
-        "bm25_b": s.bm25_b,
-        "bm25_context_weight": s.bm25_context_weight,
-    }
+    # keep every term, even a group whose forms' dfs sum past the bank's size (go / went /
+    # gone / goes): the point is the score, not the term choice
+    params = _bm25_params(bank, bank_max_df=10.0)
     queries = [
         ["go", "heron"],
         ["swim", "pond", "went"],
