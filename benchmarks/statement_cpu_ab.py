@@ -1,7 +1,8 @@
 """A/B server CPU per statement kind of two source trees, the statements replayed interleaved.
 
     HINDSIGHT_BENCH_PGDATA=... .venv/bin/python benchmarks/statement_cpu_ab.py \
-        --a /path/to/baseline/tree --b . --size 100000 --calls 50 --rounds 3
+        --a /path/to/baseline/tree --b . --size 100000 --calls 50 --rounds 3 \
+        [--filter '{"team": "er"}'] [--tags travel --tags-match any_strict]
 
 Each tree records the statements of ``--calls`` recalls (``reranker="none"``, the bench
 queries, at most 50) in a process of its own (``PYTHONPATH`` = the tree), on the same embedded
@@ -18,6 +19,7 @@ sides, their total, and whether the two trees' recalls returned the same memorie
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import pickle
 import statistics
@@ -30,12 +32,13 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _ab import _OFFLINE
+from _args import add_scope_args, scope_options
 from recall_profile import statement_name
 
 # The recorder, run with PYTHONPATH = the tree: the statements each recall's runner executes
 # (text, parameters, setting statements), the session settings, and each recall's result.
 _RECORDER = r"""
-import os, pickle, sys
+import json, os, pickle, sys
 sys.path.insert(0, sys.argv[1] + "/benchmarks")
 import psycopg
 import shared_core.storage.runner as runner
@@ -43,6 +46,7 @@ from _corpus import CORPUS_VERSION, make_queries
 from shared_core import EngineConfig, MemoryEngine
 
 size, calls, out = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+scope = json.loads(sys.argv[5])  # recall's filter / tags / tags_match, as --filter etc. gave them
 queries = make_queries()
 bank = f"bench-latency-v{CORPUS_VERSION}-{size}"
 recorded = []
@@ -57,7 +61,7 @@ with MemoryEngine(data_dir=os.environ["HINDSIGHT_BENCH_PGDATA"],
                   config=EngineConfig(extract_entities=False, extract_dates=False)) as engine:
     def recall(i):
         return engine.recall(queries.texts[i % len(queries.texts)], bank=bank,
-                             query_timestamp=queries.query_time, reranker="none")
+                             query_timestamp=queries.query_time, reranker="none", **scope)
     for i in range(5):  # warm-up: models, pool
         recall(i)
     runner._exec_sync = recording(runner._exec_sync)
@@ -81,10 +85,22 @@ with MemoryEngine(data_dir=os.environ["HINDSIGHT_BENCH_PGDATA"],
 """
 
 
-def record(tree: Path, size: int, calls: int, out: Path) -> dict[str, Any]:
-    """The statements of ``calls`` recalls of ``tree`` (see ``_RECORDER``)."""
+def record(
+    tree: Path, size: int, calls: int, out: Path, scope: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The statements of ``calls`` recalls of ``tree`` (see ``_RECORDER``), with the recall
+    options ``scope`` (a filter, tags)."""
     subprocess.run(
-        [sys.executable, "-c", _RECORDER, str(tree), str(size), str(calls), str(out)],
+        [
+            sys.executable,
+            "-c",
+            _RECORDER,
+            str(tree),
+            str(size),
+            str(calls),
+            str(out),
+            json.dumps(scope or {}),
+        ],
         check=True,
         env={**_OFFLINE, **os.environ, "PYTHONPATH": str(tree)},
         cwd=tree,
@@ -101,6 +117,7 @@ def main() -> int:
     p.add_argument("--size", type=int, default=100_000)
     p.add_argument("--calls", type=int, default=50)
     p.add_argument("--rounds", type=int, default=3, help="replays of every recall (the first warms up)")
+    add_scope_args(p)
     args = p.parse_args()
 
     import psycopg
@@ -111,8 +128,8 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory() as tmp:
         sides = {
-            "A": record(args.a.resolve(), args.size, args.calls, Path(tmp) / "a.pickle"),
-            "B": record(args.b.resolve(), args.size, args.calls, Path(tmp) / "b.pickle"),
+            "A": record(args.a.resolve(), args.size, args.calls, Path(tmp) / "a.pickle", scope_options(args)),
+            "B": record(args.b.resolve(), args.size, args.calls, Path(tmp) / "b.pickle", scope_options(args)),
         }
     same = sum(a == b for a, b in zip(sides["A"]["results"], sides["B"]["results"], strict=True))
     n = len(sides["A"]["batches"])
