@@ -150,3 +150,32 @@ def test_async_twin_with_an_extraction_process(engine: MemoryEngine, bank: str) 
     ids = asyncio.run(engine.aretain_bulk(_items(), bank=bank, batch_size=4, progress=False, processes=1))
     units, _ = _snapshot(engine, bank)
     assert len(ids) == len(TEXTS) and any(u["entities"] for u in units)
+
+
+POSTINGS_DIFF = """
+SELECT count(*) FROM (
+    (SELECT * FROM memory_postings WHERE bank_id = %(bank)s
+     EXCEPT ALL
+     SELECT p.* FROM memory_units u, memory_postings_of(u.bank_id, u.id, u.search_vector) p
+     WHERE u.bank_id = %(bank)s)
+    UNION ALL
+    (SELECT p.* FROM memory_units u, memory_postings_of(u.bank_id, u.id, u.search_vector) p
+     WHERE u.bank_id = %(bank)s
+     EXCEPT ALL
+     SELECT * FROM memory_postings WHERE bank_id = %(bank)s)) d"""
+
+
+def test_bulk_retain_and_a_dropped_bank_keep_the_keyword_postings_exact(
+    engine: MemoryEngine, bank: str
+) -> None:
+    """The keyword arm's postings (migration 0022) follow the bulk path's writes, a document it
+    replaces, and a bank deleted whole (the cascade from ``banks``)."""
+    engine.retain_bulk(_items(per_document=8), bank=bank, batch_size=3, progress=False)
+    engine.retain_bulk(_items(per_document=8), bank=bank, batch_size=3, progress=False)  # replaces conv-0
+    with psycopg.connect(engine.dsn, autocommit=True) as conn:
+        count = conn.execute("SELECT count(*) FROM memory_postings WHERE bank_id = %(bank)s", {"bank": bank})
+        assert (row := count.fetchone()) is not None and row[0] > 0
+        assert conn.execute(POSTINGS_DIFF, {"bank": bank}).fetchone() == (0,)
+        conn.execute("DELETE FROM banks WHERE bank_id = %(bank)s", {"bank": bank})
+        count = conn.execute("SELECT count(*) FROM memory_postings WHERE bank_id = %(bank)s", {"bank": bank})
+        assert count.fetchone() == (0,)
