@@ -150,6 +150,30 @@ klex AS MATERIALIZED (
     GROUP BY s.n, s.lexemes
 )""")
 
+
+def _bm25_term(idf: str, tf: str, dl: str) -> sql.Composed:
+    """One query term's Okapi BM25 addend, idf × tf (k1 + 1) / (tf + k1 (1 - b + b dl / avgdl)),
+    over the SQL expressions ``idf``, ``tf`` and ``dl``. Every BM25 statement writes it through
+    here: the postings and the search vectors give the same scores to the bit only while the
+    expression is the same."""
+    return sql.SQL(
+        "{idf} * {tf} * (%(bm25_k1)s + 1)"
+        " / ({tf} + %(bm25_k1)s * (1 - %(bm25_b)s + %(bm25_b)s * {dl} / kl.avgdl))"
+    ).format(idf=sql.SQL(idf), tf=sql.SQL(tf), dl=sql.SQL(dl))
+
+
+def _group_sum(rows: sql.Composable, dl: str) -> sql.Composed:
+    """A memory's BM25 over inflection groups, from ``rows`` of (p, tf): its lexemes' positions
+    in ``kl.lex`` and their tf; each group (``kl.unit``) is one term, its tf summed over its
+    lexemes, its idf the group's. ``OFFSET 0`` keeps ``rows`` a subquery, run once."""
+    return sql.SQL("""
+        SELECT coalesce(sum({term}), 0)
+        FROM (SELECT min(y.p) AS p, sum(y.tf) AS tf
+              FROM ({rows} OFFSET 0) y
+              GROUP BY kl.unit[y.p]) x
+        WHERE x.tf > 0""").format(term=_bm25_term("kl.idf[x.p]", "x.tf", dl), rows=rows)
+
+
 _FULLTEXT_SCORE = sql.SQL("ts_rank_cd(u.search_vector, kq.q, 1)")
 # A query lexeme's tf in a memory: its positions, those in the neighbour context (weight 'D')
 # counting bm25_context_weight. Summed position by position (a float sum of 1s and the weight,
@@ -181,31 +205,30 @@ _TF = sql.SQL("""CASE WHEN 'D' = ANY(v.weights)
 # Measured at 100k (bench bank, the 15 statements of six heavy queries, load ~7): p50 100 -> 69 ms.
 # A query with no inflection group (every unit one lexeme) is scored by this statement.
 _BM25_SCORE = sql.SQL("""(
-        SELECT coalesce(sum(kl.idf[array_position(kl.lex, x.lexeme)] * x.tf * (%(bm25_k1)s + 1)
-                            / (x.tf + %(bm25_k1)s * (1 - %(bm25_b)s + %(bm25_b)s
-                                  * length(d.sv) / kl.avgdl))), 0)
+        SELECT coalesce(sum({term}), 0)
         FROM (SELECT v.lexeme,
                      {tf} AS tf
               FROM unnest(ts_delete(d.sv, tsvector_to_array(ts_delete(d.sv, kl.lex)))) v
               OFFSET 0) x
-        WHERE x.tf > 0)""").format(tf=_TF)
+        WHERE x.tf > 0)""").format(
+    term=_bm25_term("kl.idf[array_position(kl.lex, x.lexeme)]", "x.tf", "length(d.sv)"), tf=_TF
+)
 # BM25 when the query has an inflection group: a group is ONE query term, so a memory saying
 # "went" and "go" has tf 2 for it, and is not scored as matching two terms (a word with five
 # forms would otherwise count up to five times, and a memory repeating a verb in two tenses
 # would outrank one naming two of the question's things). tf sums over the unit's lexemes,
 # idf is the unit's (every lexeme of a unit carries it). The per-lexeme tf is the statement
 # above's; its rows are then summed per unit.
-_BM25_GROUPED_SCORE = sql.SQL("""(
-        SELECT coalesce(sum(kl.idf[x.p] * x.tf * (%(bm25_k1)s + 1)
-                            / (x.tf + %(bm25_k1)s * (1 - %(bm25_b)s + %(bm25_b)s
-                                  * length(d.sv) / kl.avgdl))), 0)
-        FROM (SELECT min(y.p) AS p, sum(y.tf) AS tf
-              FROM (SELECT array_position(kl.lex, v.lexeme) AS p,
+_BM25_GROUPED_SCORE = sql.SQL("({sum})").format(
+    sum=_group_sum(
+        sql.SQL("""SELECT array_position(kl.lex, v.lexeme) AS p,
                            {tf} AS tf
-                    FROM unnest(ts_delete(d.sv, tsvector_to_array(ts_delete(d.sv, kl.lex)))) v
-                    OFFSET 0) y
-              GROUP BY kl.unit[y.p]) x
-        WHERE x.tf > 0)""").format(tf=_TF)
+                    FROM unnest(ts_delete(d.sv, tsvector_to_array(ts_delete(d.sv, kl.lex)))) v""").format(
+            tf=_TF
+        ),
+        "length(d.sv)",
+    )
+)
 _FULLTEXT_FROM = sql.SQL("")
 # ``|| ''::tsvector`` builds an in-memory copy: the scoring subquery then reads that, not the
 # stored (toasted) value.
@@ -244,28 +267,20 @@ _POSTING_TF = sql.SQL("""CROSS JOIN LATERAL (
 _POSTINGS_SCORED = sql.SQL("""
     SELECT p.unit_id::text AS id,
            coalesce(sum(CASE WHEN t.tf > 0
-                             THEN kl.idf[array_position(kl.lex, p.lexeme)] * t.tf * (%(bm25_k1)s + 1)
-                                  / (t.tf + %(bm25_k1)s * (1 - %(bm25_b)s + %(bm25_b)s * p.dl / kl.avgdl))
+                             THEN {term}
                              END
                         ORDER BY p.lexeme COLLATE "C"), 0) AS score
     FROM klex kl, memory_postings p {tf}
     WHERE (SELECT yes FROM kflat) AND p.bank_id = %(bank)s AND p.lexeme = ANY(kl.lex)
     GROUP BY p.unit_id
     ORDER BY score DESC, p.unit_id DESC
-    LIMIT %(keyword_n)s""")
+    LIMIT %(keyword_n)s""").format(
+    term=_bm25_term("kl.idf[array_position(kl.lex, p.lexeme)]", "t.tf", "p.dl"), tf=_POSTING_TF
+)
 _POSTINGS_GROUPED_SCORED = sql.SQL("""
     SELECT g.unit_id::text AS id, CASE WHEN g.umin = g.umax
-        THEN CASE WHEN g.tf > 0 THEN kl.idf[g.p] * g.tf * (%(bm25_k1)s + 1)
-                                     / (g.tf + %(bm25_k1)s * (1 - %(bm25_b)s + %(bm25_b)s * g.dl / kl.avgdl))
-                  ELSE 0 END
-        ELSE (
-        SELECT coalesce(sum(kl.idf[x.p] * x.tf * (%(bm25_k1)s + 1)
-                            / (x.tf + %(bm25_k1)s * (1 - %(bm25_b)s + %(bm25_b)s
-                                  * g.dl / kl.avgdl))), 0)
-        FROM (SELECT min(y.p) AS p, sum(y.tf) AS tf
-              FROM (SELECT * FROM unnest(g.ps, g.tfs) AS y(p, tf) OFFSET 0) y
-              GROUP BY kl.unit[y.p]) x
-        WHERE x.tf > 0) END AS score
+        THEN CASE WHEN g.tf > 0 THEN {term} ELSE 0 END
+        ELSE ({group_sum}) END AS score
     FROM (SELECT p.unit_id, min(p.dl) AS dl,
                  min(kl.unit[array_position(kl.lex, p.lexeme)]) AS umin,
                  max(kl.unit[array_position(kl.lex, p.lexeme)]) AS umax,
@@ -277,7 +292,11 @@ _POSTINGS_GROUPED_SCORED = sql.SQL("""
           WHERE (SELECT yes FROM kflat) AND p.bank_id = %(bank)s AND p.lexeme = ANY(kl.lex)
           GROUP BY p.unit_id) g, klex kl
     ORDER BY score DESC, g.unit_id DESC
-    LIMIT %(keyword_n)s""")
+    LIMIT %(keyword_n)s""").format(
+    term=_bm25_term("kl.idf[g.p]", "g.tf", "g.dl"),
+    group_sum=_group_sum(sql.SQL("SELECT * FROM unnest(g.ps, g.tfs) AS y(p, tf)"), "g.dl"),
+    tf=_POSTING_TF,
+)
 _POSTINGS_ARM = sql.SQL("""
 SELECT * FROM (({postings})
   UNION ALL
@@ -311,7 +330,7 @@ def keyword_statement(
     )
     if not (bm25 and postings):
         return sql.Composed([sql.SQL("WITH "), _KEYWORD_QUERY, _BM25_LEXEMES if bm25 else sql.SQL(""), scan])
-    scored = (_POSTINGS_GROUPED_SCORED if grouped else _POSTINGS_SCORED).format(tf=_POSTING_TF)
+    scored = _POSTINGS_GROUPED_SCORED if grouped else _POSTINGS_SCORED
     return sql.Composed(
         [
             sql.SQL("WITH "),
