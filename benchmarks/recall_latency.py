@@ -27,7 +27,8 @@ Measured per size, ``reranker="none"``, ``budget="mid"``, ``trace=True``:
 * ours and the plain baseline paired (``measure_paired``): 1 client, the two called in turn with
   the same query (order swapped every call), ours's total with its embedding against plain's
   embedding + SQL; the ratio of their p50s and the median per-pair ratio, which drift in the
-  machine's speed between the separate runs above does not move;
+  machine's speed between the separate runs above does not move; once for the default recall
+  (the headline's) and once with ``k=10``, the like-for-like with plain's ten rows;
 * one memory into the loaded bank (``--single``, default 30 retains of one LoCoMo-style turn
   with its vector given, extraction on: an agent storing a chat turn), deleted afterwards so
   the bank stays reusable; beside one plain ``INSERT`` of one vector into the plain table;
@@ -320,20 +321,25 @@ def measure_paired(
     *,
     calls: int,
     warmup: int = 5,
+    options: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Ours and the plain baseline called in turn with the same query, 1 client: ours's total
     with its query embedding (rerank excluded, as the headline ratio) against plain's embedding
-    + top-10 SQL, the order swapped every call. On a machine whose speed drifts from minute to
-    minute (a shared host), the separate runs above can see different machines (plain with its
-    embedding 9.2-14.2 ms p50 in three runs within ten minutes, 2026-12-02); pairs see the same
-    one, so their ratio is the steadier number."""
+    + top-10 SQL, the order swapped every call; ours with ``options`` (``reranker="none"``
+    unless they say otherwise; ``{"k": 10}``: plain's ten rows). On a machine whose speed
+    drifts from minute to minute (a shared host), the separate runs above can see different
+    machines (plain with its embedding 9.2-14.2 ms p50 in three runs within ten minutes,
+    2026-12-02); pairs see the same one, so their ratio is the steadier number."""
     import psycopg
     from pgvector.psycopg import register_vector
 
     statement = plain_topk_statement(table)
 
+    returned: list[int] = []
+
     def ours_ms(i: int) -> float:
-        timings = recall_timings(engine, bank, queries, i)
+        timings = recall_timings(engine, bank, queries, i, options)
+        returned.append(int(timings["_memories"]))
         return timings["total"] - timings.get("rerank", 0.0)
 
     with psycopg.connect(engine.dsn, autocommit=True) as conn:
@@ -357,6 +363,8 @@ def measure_paired(
                 plain.append(plain_ms(i))
     return {
         "calls": calls,
+        "options": dict(options or {}),
+        "memories_returned_mean": round(statistics.fmean(returned[warmup:]), 1),
         "ours_total_minus_rerank": describe(ours),
         "plain_sql_plus_embedding": describe(plain),
         "ratio_of_p50": round(quantile(ours, 50) / quantile(plain, 50), 2),
@@ -558,6 +566,12 @@ def ratios(size: Mapping[str, Any]) -> dict[str, float]:
             "ratio_of_p50"
         ]
         out["paired, calls interleaved: median of per-pair ratios"] = paired["median_pair_ratio"]
+    paired_k10 = size.get("paired_k10_1")
+    if paired_k10:
+        out["paired, calls interleaved, k=10: ours_total_minus_rerank_p50 / plain_sql_plus_embedding_p50"] = (
+            paired_k10["ratio_of_p50"]
+        )
+        out["paired, calls interleaved, k=10: median of per-pair ratios"] = paired_k10["median_pair_ratio"]
     lc = size.get("pgvectorstore")
     if lc:
         out["ours_total_minus_rerank_p50 / pgvectorstore_similarity_search_p50"] = (
@@ -869,6 +883,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                     engine, bank, queries, table, embedder.embed_query, calls=args.calls
                 )
                 print(f"  paired: {size['paired_1']['ratio_of_p50']}x", flush=True)
+                # The like-for-like with plain: ten memories against its ten rows.
+                size["paired_k10_1"] = measure_paired(
+                    engine, bank, queries, table, embedder.embed_query, calls=args.calls, options={"k": 10}
+                )
+                print(f"  paired, k=10: {size['paired_k10_1']['ratio_of_p50']}x", flush=True)
                 picks = vectors[[(i * 97) % n for i in range(args.single)]]
                 if args.single:
                     size["plain_single_insert_ms"] = describe(

@@ -145,12 +145,18 @@ def test_harness_on_tiny_corpus(engine: object, bank: str) -> None:
             warmup=0,
         )
         paired = R.measure_paired(engine, bank, queries, table, lambda t: _encoder([t])[0], calls=3, warmup=0)
+        paired_k10 = R.measure_paired(
+            engine, bank, queries, table, lambda t: _encoder([t])[0], calls=2, warmup=0, options={"k": 2}
+        )
         inserts = P.plain_insert_one(engine.dsn, table, corpus.vectors[:3], start_id=50)  # type: ignore[attr-defined]
         assert len(inserts) == 3
     assert paired["ours_total_minus_rerank"]["n"] == paired["plain_sql_plus_embedding"]["n"] == 3
     assert paired["ratio_of_p50"] == pytest.approx(
         paired["ours_total_minus_rerank"]["p50"] / paired["plain_sql_plus_embedding"]["p50"], rel=0.05
     )
+    assert paired_k10["ours_total_minus_rerank"]["n"] == 2 and paired_k10["options"] == {"k": 2}
+    # the options reach the recalls: k=2 returns two memories, the default budget more
+    assert paired_k10["memories_returned_mean"] == 2 < paired["memories_returned_mean"]
     assert plain["rows_mean"] == 10
     size = {
         "ours_1": ours,
@@ -160,10 +166,14 @@ def test_harness_on_tiny_corpus(engine: object, bank: str) -> None:
         "ours_learned_1": learned,
         "filtered": filtered,
         "paired_1": paired,
+        "paired_k10_1": paired_k10,
     }
     size["ratios"] = R.ratios(size)
     assert "ours_learned_total_p50 / plain_sql_plus_embedding_p50" in size["ratios"]
     assert size["ratios"]["paired, calls interleaved: median of per-pair ratios"] > 0
+    assert size["ratios"]["paired, calls interleaved, k=10: median of per-pair ratios"] > 0
+    k10_ratio = "paired, calls interleaved, k=10: ours_total_minus_rerank_p50 / plain_sql_plus_embedding_p50"
+    assert size["ratios"][k10_ratio] == paired_k10["ratio_of_p50"]
     text = R.markdown({"sizes": {"50": size}})
     assert "| **" + R.HEADLINE in text and "`filter={'team': 'er'}`" in text
     assert RT.db_size(engine.dsn) > 0  # type: ignore[attr-defined]
