@@ -32,6 +32,7 @@ __all__ = [
     "details_plan",
     "fill_plan",
     "hydrate_plan",
+    "rows_plan",
 ]
 
 # What ranking reads of a memory (with its ``similarity``: a :class:`MemoryRow`): the
@@ -124,13 +125,19 @@ def hydrate_plan(
     and no statement runs when none is missing."""
     known = known or {}
     by_id = {c.id: known[c.id] for c in candidates if c.id in known}
-    missing = [c.id for c in candidates if c.id not in by_id]
-    if missing:
-        rows: list[MemoryRow] = yield Query(
-            HYDRATE, {"bank": bank, "ids": missing, "qvec": vector}, row_type=MemoryRow
-        )
-        by_id.update((r.id, r) for r in rows)
+    by_id.update((yield from rows_plan(bank, [c.id for c in candidates if c.id not in by_id], vector)))
     return [c for c in candidates if c.id in by_id], by_id
+
+
+def rows_plan(bank: str, ids: Sequence[str], vector: npt.NDArray[np.float32]) -> Plan[dict[str, MemoryRow]]:
+    """The :class:`MemoryRow` of the memories ``ids`` still stored (their cosine similarity
+    with the query ``vector`` included), by id; no statement for no ids."""
+    if not ids:
+        return {}
+    rows: list[MemoryRow] = yield Query(
+        HYDRATE, {"bank": bank, "ids": list(ids), "qvec": vector}, row_type=MemoryRow
+    )
+    return {r.id: r for r in rows}
 
 
 def details_plan(bank: str, ids: Sequence[str]) -> Plan[dict[str, MemoryDetails]]:

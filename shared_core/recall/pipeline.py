@@ -33,6 +33,7 @@ from shared_core.recall.hydrate import (
     details_plan,
     fill_plan,
     hydrate_plan,
+    rows_plan,
 )
 from shared_core.recall.learned import CandidateSignals, LearnedScorer, QuerySignals, unfuse_when_list
 from shared_core.recall.options import RecallOptions
@@ -302,6 +303,10 @@ def _search(
     connection of its own, not holding the plan's while its launched statements wait for
     one); stage ``seeded_arms`` is what is left of the second round after that.
 
+    The ``early`` arms' hits are known while the round's other statements still run (the
+    semantic statement, started after the embedding): a reported early arm's best hits (as
+    many as fusion keeps) are hydrated meanwhile (stage ``hydrate_early``, out of ``arms``).
+
     ``ahead``, while the second round runs: the candidates the first round's hits fuse into are
     hydrated (stage ``hydrate_ahead``), since those the seeded arms add or push out are few
     (the graph returned no row for 42 of the 50 bench queries at 100k); hydration after fusion
@@ -317,12 +322,35 @@ def _search(
             aq = yield from _one_offs(arm.prepare(aq, watch))
     first = [name for name, arm in ARMS.items() if name in running and not arm.needs]
     seeded = [name for name, arm in ARMS.items() if name in running and arm.needs]
-    rows = yield from _first_round(aq, first, early, watch)
+    # The early arms finished while the others' statements run, and the rows of their hits.
+    finished: dict[ArmName, ArmResult] = {}
+    early_known: dict[str, MemoryRow] = {}
+
+    def beside(collected: Mapping[ArmName, Any]) -> Plan[None]:
+        # The keyword statement ran beside the embedding; the semantic statement, started
+        # after it, holds one core and leaves this thread waiting: reading the keyword hits'
+        # rows now takes them off the path after it (hydration ahead read them there). As
+        # many as fusion keeps: a hit ranked lower by the one arm that found it is below that
+        # many candidates. Its error, if any, is raised where the arm finishes, as before.
+        for name, raw in collected.items():
+            if name in wanted and not isinstance(raw, BaseException):
+                finished[name] = result = yield from _one_offs(ARMS[name].finish(aq, raw, watch))
+                best = [h.id for h in result.hits[: aq.settings.rerank_max_candidates]]
+                with watch.stage("hydrate_early", within="arms"):
+                    early_known.update((yield from _one_offs(rows_plan(aq.bank, best, aq.vector))))
+
+    def finish(name: ArmName, one_offs: bool) -> Plan[ArmResult]:
+        if name in finished:
+            return finished.pop(name)
+        plan = ARMS[name].finish(aq, rows[name], watch)
+        return (yield from (_one_offs(plan) if one_offs else plan))
+
+    rows = yield from _first_round(aq, first, early, watch, beside=beside)
     results: dict[ArmName, ArmResult] = {}
     seeds = frozenset[ArmName]().union(*(ARMS[name].needs for name in seeded))
     for name in first:
         if name in seeds and name in rows:
-            results[name] = yield from _one_offs(ARMS[name].finish(aq, rows[name], watch))
+            results[name] = yield from finish(name, True)
     seeded_aq = dataclasses.replace(aq, prior={name: result.hits for name, result in results.items()})
     second = {name: query for name in seeded if (query := ARMS[name].start(seeded_aq)) is not None}
     meanwhile = [name for name in first if name not in seeds and name in rows]
@@ -335,12 +363,12 @@ def _search(
         # The spread's hops too (on the plan's own connection, more dated recalls than the
         # pool has connections stalled until its timeout); with nothing launched, nothing
         # waits for a connection, and the hops keep the plan's.
-        finish = ARMS[name].finish(aq, rows[name], watch)
-        results[name] = yield from (_one_offs(finish) if launched is not None else finish)
+        results[name] = yield from finish(name, launched is not None)
     early_rows: dict[str, MemoryRow] = {}
     if launched is not None and ahead is not None:
         so_far = {a: result.hits for a, result in results.items() if a in wanted}
-        known_so_far = {
+        # an arm's own rows over those read early (the semantic statement's, as before)
+        known_so_far = early_known | {
             i: row for a, result in results.items() if a in wanted for i, row in result.rows.items()
         }
         early_rows = yield from ahead(so_far, known_so_far)
@@ -358,14 +386,20 @@ def _search(
     hits = {a: results[a].hits if a in wanted and a in results else [] for a in ARM_NAMES}
     # Only the reported arms' rows: an arm run for another's seeds fuses nothing.
     known = {i: row for a, result in results.items() if a in wanted for i, row in result.rows.items()}
-    return hits, early_rows | known
+    return hits, early_known | early_rows | known
 
 
 def _first_round(
-    aq: ArmQuery, names: Sequence[ArmName], early: _Early, watch: Stopwatch
+    aq: ArmQuery,
+    names: Sequence[ArmName],
+    early: _Early,
+    watch: Stopwatch,
+    *,
+    beside: Callable[[Mapping[ArmName, Any]], Plan[None]] | None = None,
 ) -> Plan[dict[ArmName, Any]]:
     """The rows (or errors) of the first statements of the arms ``names``: those not launched
-    ``early`` at once, then the early ones collected."""
+    ``early`` at once, then the early ones collected. With ``beside``, the others are
+    launched, the early ones collected and handed to it, and the others collected after it."""
     launched_names, launched = early
     started = {
         name: query
@@ -376,6 +410,13 @@ def _first_round(
     if not started and launched is None:
         return rows
     with watch.stage("arms"):
+        if started and launched is not None and beside is not None:
+            others = yield Launch(tuple(started.values()))
+            collected = dict(zip(launched_names, (yield Collect(launched)), strict=True))
+            yield from beside(collected)
+            rows |= zip(started, (yield Collect(others)), strict=True)
+            rows |= collected
+            return rows
         if started:
             rows |= zip(started, (yield Concurrently(tuple(started.values()))), strict=True)
         if launched is not None:

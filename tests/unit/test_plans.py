@@ -131,36 +131,39 @@ def test_recall_plan_fuses_the_recorded_arms_and_traces_every_stage() -> None:
         recall_plan(_context(), "Where does Bob live?", RecallOptions(trace=True)), _answer(arms)
     )  # type: ignore[arg-type]
     # keyword (weight 3) puts B first; the keyword statement went out before the query was
-    # embedded (it needs no vector), the other arms' first statements in one batch after it,
-    # collected with it, and the graph arm's (seeded by their hits) launched in a second
-    # batch; while it runs, the candidates the first round fuses into are hydrated (none here:
-    # the semantic statement read A's and B's rows itself), and after fusion the graph's C
+    # embedded (it needs no vector), the other arms' first statements launched in one batch
+    # after it; while they run, the keyword statement is collected and its hit B hydrated,
+    # then they are collected and the graph arm's (seeded by their hits) launched in a second
+    # batch; while it runs, the candidates the first round fuses into are hydrated (none
+    # left here: the semantic statement read A's and B's rows itself, B was read early), and
+    # after fusion the graph's C
     assert [m.id for m in result.memories] == [B, A, C]
-    keyword, graph = (op for op in ops if isinstance(op, Launch))
+    keyword, first, graph = (op for op in ops if isinstance(op, Launch))
     (embedding,) = (i for i, op in enumerate(ops) if isinstance(op, Compute) and op.fn is _analyse)
     assert ops.index(keyword) < embedding
     assert [q.row_type for q in keyword.queries] == [ScoredRow]
     assert "u.search_vector @@ kq.q" in statement_text(keyword.queries[0])
-    first, *ahead = (op for op in ops if isinstance(op, Concurrently))
     assert len(first.queries) == 1  # the semantic statement; no window: no temporal statement
     assert "<=>" in statement_text(first.queries[0])
-    first_collect, graph_collect = (op for op in ops if isinstance(op, Collect))
-    assert embedding < ops.index(first) < ops.index(first_collect) < ops.index(graph)
+    keyword_collect, first_collect, graph_collect = (op for op in ops if isinstance(op, Collect))
+    assert embedding < ops.index(first) < ops.index(keyword_collect) < ops.index(first_collect)
+    assert ops.index(first_collect) < ops.index(graph)
     assert len(graph.queries) == 1 and graph.queries == tuple(_graph_queries(ops))
+    ahead = [op for op in ops if isinstance(op, Concurrently)]
     # while the graph statement runs: the details of the first round's ranking (A, B), each
     # statement on a connection of its own
     assert [
         (op.queries[0].row_type, sorted(op.queries[0].params["ids"]))  # type: ignore[index]
         for op in ahead
-        if ops.index(op) < ops.index(graph_collect)
+        if ops.index(graph) < ops.index(op) < ops.index(graph_collect)
     ] == [(MemoryDetails, [A, B])]
-    assert all(ops.index(graph) < ops.index(op) for op in ahead)
     hydrations = [
         (i, sorted(q.params["ids"]))  # type: ignore[index]
         for i, q in _statements(ops)
         if q.row_type is MemoryRow and "u.id = ANY" in statement_text(q)
     ]
-    assert hydrations == [(ops.index(graph_collect) + 1, [C])]
+    # B, the keyword's hit, while the semantic statement runs; C after the graph's collection
+    assert hydrations == [(ops.index(keyword_collect) + 1, [B]), (ops.index(graph_collect) + 1, [C])]
     trace = result.trace
     assert trace is not None and trace.time_window_source == "none"
     assert [i for i, _ in trace.arms["semantic"]] == [A, B]
@@ -179,30 +182,45 @@ def test_recall_plan_fuses_the_recorded_arms_and_traces_every_stage() -> None:
     assert result.memories[0].scores.arm_ranks == {"semantic": 2, "keyword": 1}
 
 
-def test_the_first_rounds_candidates_are_hydrated_while_the_graph_statement_runs() -> None:
-    """B, found by the keyword arm alone, has no row yet: it is read between the graph
-    statement's launch and its collection; C, the graph's, after fusion; the memories and
-    their order are those of hydrating everything after fusion."""
+def test_the_first_rounds_candidates_are_hydrated_before_the_graph_statement_is_collected() -> None:
+    """B, found by the keyword arm alone, is read while the semantic statement runs (the
+    keyword statement, launched before the embedding, is in by then); C, reached by the
+    temporal arm's spread alone, between the graph statement's launch and its collection
+    (hydration ahead); nothing after fusion. The memories and their order are those of
+    hydrating everything after fusion."""
+    window = TimeWindow(start=dt.datetime(2024, 5, 1), end=dt.datetime(2024, 5, 31))
+    entry, hop = _dated_entry_and_hop()
     arms = {
         "semantic": [{"id": A, "score": 0.9}],
         "keyword": [{"id": B, "score": 3.0}],
-        "graph": [{"id": C, "score": 0.8}],
+        "graph": [],
+        "temporal": [entry],
+        "temporal_hop": [{**hop, "id": C}],
     }
     result, ops = run_recorded(
-        recall_plan(_context(), "Where does Bob live?", RecallOptions(trace=True)), _answer(arms)
+        recall_plan(_context(), "Where does Bob live?", RecallOptions(trace=True, temporal_window=window)),
+        _answer(arms),
     )  # type: ignore[arg-type]
     (graph,) = _graph_queries(ops)
     launch = next(i for i, op in enumerate(ops) if isinstance(op, Launch) and graph in op.queries)
     collect = next(i for i, op in enumerate(ops) if isinstance(op, Collect) and i > launch)
+    first = next(
+        i for i, op in enumerate(ops) if isinstance(op, Launch) and "<=>" in statement_text(op.queries[0])
+    )
+    keyword_collect, first_collect = (i for i, op in enumerate(ops) if isinstance(op, Collect) and i < launch)
     hydrations = [
         (i, sorted(q.params["ids"]))  # type: ignore[index]
         for i, q in _statements(ops)
         if q.row_type is MemoryRow and "u.id = ANY" in statement_text(q)
     ]
-    assert hydrations == [(launch + 1, [B]), (collect + 1, [C])]
-    assert [m.id for m in result.memories] == [B, A, C]
+    assert first < keyword_collect < first_collect
+    assert [ids for _, ids in hydrations] == [[B], [C]]
+    assert keyword_collect < hydrations[0][0] < first_collect
+    assert launch < hydrations[1][0] < collect
     assert result.trace is not None
-    assert {"hydrate_ahead", "seeded_arms", "hydrate"} <= set(result.trace.timings_ms)
+    assert list(dict(result.trace.arms["temporal"])) == [A, C]
+    assert {"hydrate_early", "hydrate_ahead", "seeded_arms", "hydrate"} <= set(result.trace.timings_ms)
+    assert {m.id for m in result.memories} == {A, B, C}
 
 
 @pytest.mark.parametrize(("graph_rows", "fusions"), [([], 1), ([{"id": C, "score": 0.8}], 2)])
@@ -574,10 +592,9 @@ def test_the_semantic_hits_are_not_hydrated_again() -> None:
             ),
             _answer(arms),
         )  # type: ignore[arg-type]
-        hydrations = [
-            op for op in ops if isinstance(op, Query) and "u.embedding <=> %(qvec)s" in statement_text(op)
-        ]
-        assert [sorted(op.params["ids"]) for op in hydrations] == hydrated  # type: ignore[index]
+        # on the plan's connection or one of its own (C, the keyword's, beside the semantic statement)
+        hydrations = [q for _, q in _statements(ops) if "u.embedding <=> %(qvec)s" in statement_text(q)]
+        assert [sorted(q.params["ids"]) for q in hydrations] == hydrated  # type: ignore[index]
         by_id = {m.id: m for m in result.memories}
         assert {A, B} <= set(by_id)
         # the ranking fields as hydration would have read them; the similarity is the score
@@ -608,10 +625,12 @@ def test_details_are_read_for_the_returned_memories_only() -> None:
             for _, q in _statements(ops)
             if any(s in statement_text(q) for s in ("u.id = ANY", "recall_details("))
         ]
+        # the keyword's hit B read while the semantic statement runs (its rows unknown then);
         # details the memory the cut kept, read once: with the ranking ahead of the graph's rows
         # (while its statement runs), whose cut kept B too; then hydration reads the graph's C
         # only (the semantic statement read A and B whole)
         assert [(q.row_type, sorted(q.params["ids"])) for q in hydrations] == [  # type: ignore[index]
+            (MemoryRow, [B]),
             (MemoryDetails, [B]),
             (MemoryRow, [C]),
         ]
