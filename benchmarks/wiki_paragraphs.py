@@ -43,7 +43,7 @@ __all__ = ["WIKI_CATEGORIES", "WikiArticleSet", "WikiQuestion", "wiki_articles",
 
 QUERY_TIME = dt.datetime(2024, 6, 1, 12, 0)
 INGESTED = dt.datetime(2024, 5, 20, 9, 0)
-PEOPLE_PER_BANK = 40
+PEOPLE_PER_BANK = 36
 ORGS_PER_FIELD = 10
 # kinds of question, numbered after dated_paragraphs' 1-8 so one table can hold every set
 WIKI_CATEGORIES: dict[int, str] = {
@@ -59,10 +59,9 @@ _FIRST = (
     "Anders Bruno Cecile Dario Edda Felix Greta Hugo Ilse Jonas Katrin Lars Mira Nils Olga Pavel "
     "Rosa Stefan Tilde Ugo Vera Willem Yana Zoltan Agnes Bela Carla Dmitri Elin Frida"
 ).split()
-_SURNAMES = (
-    "Almqvist Borelli Castellan Dvorak Eskola Fairbairn Gallo Hedlund Ivanek Jansky Korhonen "
-    "Lindgren Moretti Novak Orsini Petrak Quist Rasmussen Salvi Toivonen Urbano Vidal"
-).split()
+# few surnames, so about five people of a bank share one (an article calls its subject by the
+# surname, and a question's surname alone then matches several articles)
+_SURNAMES = "Almqvist Borelli Castellan Dvorak Eskola Fairbairn Gallo".split()
 _TOWNS = (
     "Korvala",
     "San Telmo",
@@ -382,7 +381,7 @@ class _Writer:
             pron=self.pron,
             pron_cap=self.pron.capitalize(),
             poss=self.poss,
-            other=self.rng.choice(others),
+            other=self.rng.choice(others) if "{other}" in template else "",
             stray=self.rng.randint(1890, 1965),
             stem_year=self.rng.randint(1890, 1965),
         )
@@ -394,9 +393,12 @@ class _Writer:
         templates = list(self.field.filler)
         self.rng.shuffle(templates)
         words = sum(len(s.split()) for s in out)
+        spare = [o for o in self.orgs if o not in avoid]
         for template in templates:
             if words >= target:
                 break
+            if "{other}" in template and not spare:
+                continue
             sentence = self.filler(template, avoid)
             if words + len(sentence.split()) > MAX_WORDS:
                 continue
@@ -550,6 +552,21 @@ def _article(
         f"{w.poss.capitalize()} brother also worked for {rng.choice(orgs)} for a time.",
     ]
     paras.append((f"{key}:personal", w.pad(personal, [], rng.randint(MIN_WORDS, 130)), ()))
+    # a style section naming organisations without years, and an honours section writing career
+    # years without organisations: each shares words with the questions and answers none
+    style = [
+        f"Contemporaries compared {w.surname} with the best of {w.poss} peers at "
+        f"{rng.choice(orgs)} and {rng.choice(orgs)}.",
+        f"{w.pron.capitalize()} was noted for consistency rather than flair.",
+    ]
+    paras.append((f"{key}:style", w.pad(style, [], rng.randint(MIN_WORDS, 160)), ()))
+    years = sorted(rng.sample(range(first.start, last.end + 1), min(5, last.end - first.start + 1)))
+    honours = [
+        f"{w.surname}'s honours include the national award of {years[0]}, a regional prize in "
+        f"{years[1]} and recognition from {w.poss} peers in {', '.join(str(y) for y in years[2:])}.",
+        f"{w.pron.capitalize()} was shortlisted for the main annual prize in {rng.choice(years)}.",
+    ]
+    paras.append((f"{key}:honours", w.pad(honours, list(orgs), rng.randint(MIN_WORDS, 140)), ()))
 
     def ask(when: str) -> str:
         template = rng.choice(field.ask)
