@@ -55,13 +55,41 @@ WIKI_CATEGORIES: dict[int, str] = {
 UNTIMED = 12
 MIN_WORDS, MAX_WORDS = 80, 250
 
-_FIRST = (
-    "Anders Bruno Cecile Dario Edda Felix Greta Hugo Ilse Jonas Katrin Lars Mira Nils Olga Pavel "
-    "Rosa Stefan Tilde Ugo Vera Willem Yana Zoltan Agnes Bela Carla Dmitri Elin Frida"
-).split()
+_FIRST = [
+    "Anders",
+    "Bruno",
+    "Cecile",
+    "Dario",
+    "Edda",
+    "Felix",
+    "Greta",
+    "Hugo",
+    "Ilse",
+    "Jonas",
+    "Katrin",
+    "Lars",
+    "Mira",
+    "Nils",
+    "Olga",
+    "Pavel",
+    "Rosa",
+    "Stefan",
+    "Tilde",
+    "Ugo",
+    "Vera",
+    "Willem",
+    "Yana",
+    "Zoltan",
+    "Agnes",
+    "Bela",
+    "Carla",
+    "Dmitri",
+    "Elin",
+    "Frida",
+]
 # few surnames, so about five people of a bank share one (an article calls its subject by the
 # surname, and a question's surname alone then matches several articles)
-_SURNAMES = "Almqvist Borelli Castellan Dvorak Eskola Fairbairn Gallo".split()
+_SURNAMES = ["Almqvist", "Borelli", "Castellan", "Dvorak", "Eskola", "Fairbairn", "Gallo"]
 _TOWNS = (
     "Korvala",
     "San Telmo",
@@ -95,7 +123,19 @@ class _Field:
 _FIELDS: tuple[_Field, ...] = (
     _Field(
         noun="footballer",
-        org_stems=("Arnholt", "Brisvale", "Cardow", "Dremmen", "Elsby", "Fornax", "Garrow", "Hallis", "Ivel", "Jessop", "Kelloway"),
+        org_stems=(
+            "Arnholt",
+            "Brisvale",
+            "Cardow",
+            "Dremmen",
+            "Elsby",
+            "Fornax",
+            "Garrow",
+            "Hallis",
+            "Ivel",
+            "Jessop",
+            "Kelloway",
+        ),
         org_forms=("{stem} United", "FC {stem}", "{stem} Athletic", "Sporting {stem}", "{stem} Rovers"),
         join=(
             "{who} signed for {org}",
@@ -118,9 +158,11 @@ _FIELDS: tuple[_Field, ...] = (
             "was voted player of the season",
         ),
         filler=(
-            "{surname} was used mainly as a deep-lying forward, a role the coaching staff built the side around.",
+            "{surname} was used mainly as a deep-lying forward, a role the coaching staff "
+            "built the side around.",
             "A brace against {other} in the cup drew the attention of several larger clubs.",
-            "Supporters remember {poss} long-range goal against {other} as one of the finest seen at the old ground.",
+            "Supporters remember {poss} long-range goal against {other} as one of the finest "
+            "seen at the old ground.",
             "The club's stadium, opened in {stray}, was rebuilt during this period to hold twenty thousand.",
             "Injuries to other forwards meant {pron} often played out of position on the left wing.",
             "{pron_cap} formed a productive partnership with the veteran striker of the side.",
@@ -129,7 +171,8 @@ _FIELDS: tuple[_Field, ...] = (
             "Matches against {other} regularly drew the largest crowds of the season.",
             "The manager later wrote that {surname} was the most disciplined player he had coached.",
             "{pron_cap} scored in both legs of a European tie, the club's first in decades.",
-            "Training at the time was basic, and {surname} credited a local running club with {poss} fitness.",
+            "Training at the time was basic, and {surname} credited a local running club "
+            "with {poss} fitness.",
         ),
         ask=(
             "Which team did {name} play for {when}?",
@@ -147,7 +190,19 @@ _FIELDS: tuple[_Field, ...] = (
     ),
     _Field(
         noun="physicist",
-        org_stems=("Halvard", "Ostrem", "Lindby", "Carrow", "Mistral", "Peverell", "Tamsin", "Wexmoor", "Ardent", "Bellhaven", "Quarrington"),
+        org_stems=(
+            "Halvard",
+            "Ostrem",
+            "Lindby",
+            "Carrow",
+            "Mistral",
+            "Peverell",
+            "Tamsin",
+            "Wexmoor",
+            "Ardent",
+            "Bellhaven",
+            "Quarrington",
+        ),
         org_forms=(
             "University of {stem}",
             "{stem} Institute of Technology",
@@ -179,12 +234,14 @@ _FIELDS: tuple[_Field, ...] = (
             "Colleagues recall that {surname} insisted on building much of the apparatus by hand.",
             "The group collaborated closely with researchers at {other} on neutron scattering.",
             "{pron_cap} taught the undergraduate course on thermodynamics, which students rated highly.",
-            "The department's building, completed in {stray}, housed one of the few dilution refrigerators in the country.",
+            "The department's building, completed in {stray}, housed one of the few dilution "
+            "refrigerators in the country.",
             "A visiting year at {other} introduced {surname} to the methods of precision spectroscopy.",
             "Funding was tight, and {pron} relied on industrial partners for equipment.",
             "{pron_cap} wrote a widely used textbook chapter on phase transitions.",
             "Former students describe {surname} as demanding but generous with credit.",
-            "A long-running disagreement with a rival group at {other} was conducted mostly in letters to journals.",
+            "A long-running disagreement with a rival group at {other} was conducted mostly "
+            "in letters to journals.",
             "{pron_cap} sat on the editorial board of a leading physics journal.",
             "The work drew on data from a detector that {surname} had helped to design.",
             "Much of {poss} time was taken up with administrative duties {pron} later said {pron} regretted.",
@@ -205,7 +262,19 @@ _FIELDS: tuple[_Field, ...] = (
     ),
     _Field(
         noun="jazz musician",
-        org_stems=("Copperline", "Night Harbour", "Blue Ferris", "Salt Road", "Meridian", "Low Tide", "Orchid", "Velvet Arch", "Granite", "Red Lantern", "Silver Birch"),
+        org_stems=(
+            "Copperline",
+            "Night Harbour",
+            "Blue Ferris",
+            "Salt Road",
+            "Meridian",
+            "Low Tide",
+            "Orchid",
+            "Velvet Arch",
+            "Granite",
+            "Red Lantern",
+            "Silver Birch",
+        ),
         org_forms=(
             "the {stem} Quintet",
             "the {stem} Orchestra",
@@ -252,7 +321,7 @@ _FIELDS: tuple[_Field, ...] = (
             "Who was {name} performing with {when}?",
             "{When}, which group was {name} a member of?",
             "{name} was with which ensemble or label {when}?",
-            "What band was {name} in {when}?",
+            "What band did {name} belong to {when}?",
         ),
         ask_after="Which group did {name} join after leaving {org}?",
         ask_first="Which group did {name} first play with professionally?",
@@ -263,7 +332,19 @@ _FIELDS: tuple[_Field, ...] = (
     ),
     _Field(
         noun="business executive",
-        org_stems=("Vantor", "Kessling", "Alder", "Northwind", "Brightwater", "Camber", "Solace", "Tremont", "Hexley", "Marlowe", "Pennant"),
+        org_stems=(
+            "Vantor",
+            "Kessling",
+            "Alder",
+            "Northwind",
+            "Brightwater",
+            "Camber",
+            "Solace",
+            "Tremont",
+            "Hexley",
+            "Marlowe",
+            "Pennant",
+        ),
         org_forms=(
             "{stem} Group",
             "{stem} Holdings",
@@ -601,7 +682,9 @@ def _article(
             text = next(t for k, t, _ in paras if k == pid)
             if prev_pid == pid or stints[j - 1].org in text:
                 q = field.ask_after.format(name=name, org=stints[j - 1].org)
-                questions.append(WikiQuestion(question=q, category=UNTIMED, evidence=pid, answer=s.org, years=()))
+                questions.append(
+                    WikiQuestion(question=q, category=UNTIMED, evidence=pid, answer=s.org, years=())
+                )
     if rng.random() < 0.4:
         q = field.ask_first.format(name=name, poss=w.poss)
         questions.append(
