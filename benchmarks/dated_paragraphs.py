@@ -26,6 +26,7 @@ Each question's gold evidence is exactly one paragraph. Everything comes from a 
 
     .venv/bin/python benchmarks/dated_paragraphs.py                 # ours vs BM25 vs hybrid
     .venv/bin/python benchmarks/dated_paragraphs.py --dataset dated-hard
+    .venv/bin/python benchmarks/dated_paragraphs.py --dataset wiki-test   # benchmarks/wiki_paragraphs.py
     .venv/bin/python benchmarks/dated_paragraphs.py --show 3        # print a sample
     .venv/bin/python benchmarks/dated_paragraphs.py --systems ours ours:passthrough \\
         --out docs/benchmarks/dated_paragraphs.json --md docs/benchmarks/dated_paragraphs.md
