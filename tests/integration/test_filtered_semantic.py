@@ -292,3 +292,58 @@ def test_a_broad_filter_walk_returns_only_the_filters_memories_of_the_bank(
             assert semantic_walk == semantic_exact[: len(semantic_walk)]
     finally:
         engine.recall_settings = original
+
+
+def test_every_type_asked_leaves_the_type_test_out_and_keeps_the_same_rows(
+    engine: MemoryEngine, bank: str
+) -> None:
+    """With every fact type asked, the exact read drops its ``fact_type`` test (the column's
+    CHECK constraint admits those types only; the planner's estimate of the test made it
+    intersect a bitmap of the bank's whole type index): the statement returns the rows the
+    typed statement returns, under each filter operator, from the asked bank only."""
+    other = f"{bank}-other"
+    items = [
+        MemoryItem(
+            text=f"Note {i}: {TOPICS[i % len(TOPICS)]} with friend {i}.",
+            fact_type=("world", "experience", "observation")[i % 3],
+            tags=("odd",) if i % 2 else (),
+            metadata={"team": "a" if i % 4 == 0 else "b", "year": 2020 + i % 6, "pet": ["cat", "dog"][i % 2]},
+        )
+        for i in range(48)
+    ]
+    engine.retain(items, bank=bank, progress=False)
+    # The same memories in another bank: a recall never crosses banks.
+    foreign = set(engine.retain(items, bank=other, progress=False))
+    every: tuple[FactType, ...] = ("world", "experience", "observation")
+    specs: list[tuple[dict[str, object] | None, list[str] | None]] = [
+        ({"team": "a"}, None),
+        ({"team": {"$ne": "a"}}, None),
+        ({"team": {"$in": ["a", "c"]}}, None),
+        ({"team": {"$nin": ["a"]}}, None),
+        ({"year": {"$gte": 2023}}, None),
+        ({"year": {"$lt": 2022}}, None),
+        ({"year": {"$between": [2021, 2024]}}, None),
+        ({"pet": {"$exists": True}}, None),
+        ({"$and": [{"team": "b"}, {"year": {"$gt": 2021}}]}, None),
+        ({"$or": [{"team": "a"}, {"pet": "cat"}]}, None),
+        ({"$not": {"team": "a"}}, None),
+        ({"pet": {"$like": "c%"}}, None),
+        ({"pet": {"$ilike": "D%"}}, None),
+        (None, ["odd"]),
+        ({"team": "b"}, ["odd"]),
+    ]
+    for spec, tags in specs:
+        q = arm_query(engine, bank, spec=spec, tags=tags, n=50, types=every)
+        untyped = filtered_semantic_rows_statement(q.where_sql, q.dimension, all_types=True)
+        assert "fact_type" not in untyped.as_string(None).split("few AS")[0], spec
+        typed = filtered_semantic_rows_statement(q.where_sql, q.dimension)
+        rows = _rows(engine, untyped, q)
+        assert rows == _rows(engine, typed, q), spec
+        assert rows and not {i for i, _ in rows} & foreign, spec
+    # The arm itself: every type asked, the untyped head; a subset keeps the test.
+    for types, typed_head in ((every, False), (("world", "experience"), True)):
+        q = arm_query(engine, bank, spec={"team": "a"}, n=50, types=types)
+        head = SEMANTIC.start(q)
+        assert head is not None
+        matching = str(head.statement.as_string(None)).split("few AS")[0]  # type: ignore[union-attr]
+        assert ("fact_type" in matching) is typed_head

@@ -86,11 +86,23 @@ _SEMANTIC_ROWS = sql.SQL("SELECT * FROM ({scan}) s WHERE similarity >= %(semanti
 # 4.4 -> 1.9; tags any, untagged included (39,699) 81 -> 101 (HNSW alone 27: the 15,001 rows
 # read first are the cost). With a cap of 10,000: 65 / 43 / 166 / 1.9 / 77.
 EXACT_MAX_ROWS = 15_000
+# When every fact type is asked, ``matching`` leaves the type test out (``{types}`` is TRUE):
+# the column's CHECK constraint admits those types only, so the rows are the same, but the
+# planner's estimate of ``fact_type = ANY(all three)`` is not 1. It sums the types' frequencies
+# when they are disjoint, and when the sum comes out a hair above 1 (float rounding of the
+# statistics: 0.70023334 + 0.24773334 + 0.052033335 on the bench bank after VACUUM ANALYZE) it
+# falls back to the independent-events formula, 78.6% there; a 21% cut then looks worth a
+# BitmapAnd of the filter's GIN bitmap with a bitmap of every one of the bank's entries in
+# (bank_id, fact_type, occurred_start). Measured at 100k (bench bank, team=er, 12,300 matches,
+# custom plans as recall runs them, server CPU of the read + top 300, 10 bench queries x 3
+# interleaved, load ~6.5): 60.2 ms p50 with the test, 42.1 with the test unindexable, 38.9
+# without it (docs/benchmarks/filt_bitmapand.md). A subset of the types keeps the test.
+_TYPES_TEST = sql.SQL("u.fact_type = ANY(%(types)s::text[])")
 _FILTERED_MATCHING = sql.SQL("""
 WITH matching AS MATERIALIZED (
     SELECT u.id, {vec} <=> {qvec} AS distance
     FROM memory_units u
-    WHERE u.bank_id = %(bank)s AND u.fact_type = ANY(%(types)s::text[]) AND {dims} AND {tags}
+    WHERE u.bank_id = %(bank)s AND {types} AND {dims} AND {tags}
     LIMIT {cap} + 1
 ),
 few AS MATERIALIZED (
@@ -337,12 +349,17 @@ def semantic_rows_statement(tags: sql.Composable, dimension: Dimension) -> sql.C
     return _SEMANTIC_ROWS.format(scan=_rows_scan(tags, dimension))
 
 
-def matching_head(tags: sql.Composable, dimension: Dimension, exact_max: int) -> sql.Composed:
-    """The filtered statements' common head: CTEs ``matching`` (the memories ``tags`` lets
-    through, at most ``exact_max`` + 1, each one's ``id`` and cosine ``distance``) and ``few``
-    (``yes``: at most ``exact_max`` of them). The temporal arm's statements under a filter
-    share it (arms/temporal.py)."""
+def matching_head(
+    tags: sql.Composable, dimension: Dimension, exact_max: int, *, all_types: bool = False
+) -> sql.Composed:
+    """The filtered statements' common head: CTEs ``matching`` (the memories of the asked
+    types, ``%(types)s``, that ``tags`` lets through, at most ``exact_max`` + 1, each one's
+    ``id`` and cosine ``distance``) and ``few`` (``yes``: at most ``exact_max`` of them). With
+    ``all_types`` (every fact type is asked) the type test is left out: the same rows, and a
+    plan that does not read the bank's type index (``_FILTERED_MATCHING``). The temporal arm's
+    statements under a filter share it (arms/temporal.py)."""
     return _FILTERED_MATCHING.format(
+        types=sql.SQL("TRUE") if all_types else _TYPES_TEST,
         cap=sql.Literal(int(exact_max)),
         dims=dimension.predicate,
         tags=tags,
@@ -352,26 +369,27 @@ def matching_head(tags: sql.Composable, dimension: Dimension, exact_max: int) ->
 
 
 def filtered_semantic_rows_statement(
-    tags: sql.Composable, dimension: Dimension, *, exact_max: int = EXACT_MAX_ROWS
+    tags: sql.Composable, dimension: Dimension, *, exact_max: int = EXACT_MAX_ROWS, all_types: bool = False
 ) -> sql.Composed:
     """:func:`filtered_semantic_statement` reading each hit's :class:`MemoryRow` (the score is
     its ``similarity``): the same rows (the exact branch's top n joined to their memories)."""
     gate = sql.SQL("NOT (SELECT yes FROM few) AND {}").format(tags)
     return _FILTERED_SEMANTIC_ROWS.format(
-        matching=matching_head(tags, dimension, exact_max),
+        matching=matching_head(tags, dimension, exact_max, all_types=all_types),
         columns=sql.SQL(MEMORY_COLUMNS),
         scan=_rows_scan(gate, dimension),
     )
 
 
 def filtered_semantic_statement(
-    tags: sql.Composable, dimension: Dimension, *, exact_max: int = EXACT_MAX_ROWS
+    tags: sql.Composable, dimension: Dimension, *, exact_max: int = EXACT_MAX_ROWS, all_types: bool = False
 ) -> sql.Composed:
     """The semantic arm under a filter: an exact ranking of the matching memories when at most
-    ``exact_max`` match, else the HNSW scan of :func:`semantic_statement`."""
+    ``exact_max`` match, else the HNSW scan of :func:`semantic_statement`. ``all_types``: every
+    fact type is asked (:func:`matching_head`)."""
     gate = sql.SQL("NOT (SELECT yes FROM few) AND {}").format(tags)
     return _FILTERED_SEMANTIC.format(
-        matching=matching_head(tags, dimension, exact_max),
+        matching=matching_head(tags, dimension, exact_max, all_types=all_types),
         scan=_scan(gate, dimension),
     )
 
@@ -468,10 +486,12 @@ def _start(q: ArmQuery) -> Query:
             {**params, "n": walk_hits(q.n, q.settings.filter_walk_hits)},
             row_type=MemoryRow,
         )
-    build = (
-        filtered_semantic_rows_statement if _filtered(q) and not skips_exact(q) else semantic_rows_statement
-    )
-    return Query(build(q.where_sql, q.dimension), params, row_type=MemoryRow)
+    if _filtered(q) and not skips_exact(q):
+        statement = filtered_semantic_rows_statement(
+            q.where_sql, q.dimension, all_types=set(q.types) >= set(FACT_TYPES)
+        )
+        return Query(statement, params, row_type=MemoryRow)
+    return Query(semantic_rows_statement(q.where_sql, q.dimension), params, row_type=MemoryRow)
 
 
 def relative_cut(rows: Sequence[ScoredRow], fraction: float | None) -> Sequence[ScoredRow]:
