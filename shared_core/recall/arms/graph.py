@@ -62,11 +62,17 @@ entity_mass AS MATERIALIZED (
     WHERE e.bank_id = %(bank)s AND e.match_key = ANY(%(query_keys)s::text[])
 ),
 spread AS MATERIALIZED (
-    SELECT e.id AS entity_id, greatest(e.mention_count, 1)::float8 AS degree
-    FROM (SELECT DISTINCT entity_id FROM entity_mass) m
-    JOIN entities e ON e.bank_id = %(bank)s AND e.id = m.entity_id
+    SELECT m.entity_id, d.degree,
+           sum(sum(abs(m.mass)) / d.degree) OVER (ORDER BY sum(abs(m.mass)) / d.degree, m.entity_id)
+               * (1 + 1e-9) <= %(graph_min)s AS faint
+    FROM entity_mass m
+    CROSS JOIN LATERAL (
+        SELECT greatest(e.mention_count, 1)::float8 AS degree FROM entities e
+        WHERE e.bank_id = %(bank)s AND e.id = m.entity_id
+        OFFSET 0) d
+    GROUP BY m.entity_id, d.degree
 ),
-reach AS MATERIALIZED (
+strong_reach AS MATERIALIZED (
     SELECT sp.entity_id, sp.degree, t.unit_id
     FROM spread sp
     CROSS JOIN LATERAL (
@@ -74,6 +80,36 @@ reach AS MATERIALIZED (
         WHERE ue.bank_id = %(bank)s AND ue.entity_id = sp.entity_id
         ORDER BY ue.unit_id DESC
         LIMIT %(per_entity)s) t
+    WHERE NOT sp.faint
+),
+candidates AS MATERIALIZED (
+    SELECT unit_id FROM strong_reach UNION SELECT unit_id FROM link_scores
+),
+faint_links AS MATERIALIZED (
+    SELECT c.unit_id, l.entity_id
+    FROM candidates c
+    CROSS JOIN LATERAL (
+        SELECT ue.entity_id FROM unit_entities ue
+        WHERE ue.bank_id = %(bank)s AND ue.unit_id = c.unit_id
+        OFFSET 0) l
+    WHERE l.entity_id IN (SELECT entity_id FROM spread WHERE faint)
+),
+edge AS MATERIALIZED (
+    SELECT f.entity_id, (
+        SELECT ue.unit_id FROM unit_entities ue
+        WHERE ue.bank_id = %(bank)s AND ue.entity_id = f.entity_id
+        ORDER BY ue.unit_id DESC
+        OFFSET greatest(%(per_entity)s - 1, 0) LIMIT 1) AS oldest
+    FROM (SELECT DISTINCT entity_id FROM faint_links) f
+),
+reach AS MATERIALIZED (
+    SELECT entity_id, degree, unit_id FROM strong_reach
+    UNION ALL
+    SELECT sp.entity_id, sp.degree, fl.unit_id
+    FROM faint_links fl
+    JOIN edge ON edge.entity_id = fl.entity_id
+    JOIN spread sp ON sp.entity_id = fl.entity_id
+    WHERE %(per_entity)s > 0 AND (edge.oldest IS NULL OR fl.unit_id >= edge.oldest)
 ),
 entity_hits AS (
     SELECT r.unit_id, sum(m.mass / r.degree ORDER BY m.entity_id, m.src) AS ew, 0::float8 AS sw,
