@@ -53,6 +53,23 @@ restart AS MATERIALIZED (
 # The entity sums themselves are computed as before, so the scores are the same to the bit
 # (tests/integration/test_graph_statement.py). Measured at 100k (the 50 bench queries'
 # statements, load ~5): p50 5.5 -> 4.3 ms, same rows.
+# Most memories were still read only to be dropped, so the entities are split first. An
+# entity's share of any one memory is at most ``bound`` (the absolute mass it holds / its
+# degree). Taken in ascending order, the entities whose bounds sum, all together, to at most
+# %(graph_min)s are ``faint``: a memory only they reach cannot score above %(graph_min)s (its
+# entity sum is at most theirs), so it is dropped unless a link reaches it; the 1e-9 margin
+# covers the rounding of both sums. Only the strong entities are fanned out (``strong_reach``);
+# a faint entity is read only for the memories the strong ones or the links reach
+# (``candidates``, each memory's own entities by the primary key), and kept where it reached
+# them: among its %(per_entity)s newest (``edge``, its oldest memory still reached, read once
+# per entity). So ``reach`` holds, for every candidate, the rows the full fan-out held, and
+# entity_hits sums them as before: same rows, same scores to the bit
+# (tests/integration/test_graph_faint.py). A graph_min below 0 makes no entity faint. At 100k
+# the seeds' entities are mostly hubs (a 1/rank mass over a few hundred mentions): 2,669
+# memories read for "recall 7" of the bench queries became 0. The degree is read per
+# entity by the primary key (OFFSET 0 keeps that lookup: the generic plan's hash join read
+# every bank's entities). Measured at 100k (benchmarks/statement_cpu_ab.py, load 7.7): graph
+# statement server CPU per recall 12.18 -> 3.90 ms, identical results 50 of 50.
 _GRAPH_ENTITY = sql.SQL("""
 entity_mass AS MATERIALIZED (
     SELECT ue.entity_id, r.id AS src, r.mass / count(*) OVER (PARTITION BY r.id) AS mass
@@ -62,11 +79,17 @@ entity_mass AS MATERIALIZED (
     WHERE e.bank_id = %(bank)s AND e.match_key = ANY(%(query_keys)s::text[])
 ),
 spread AS MATERIALIZED (
-    SELECT e.id AS entity_id, greatest(e.mention_count, 1)::float8 AS degree
-    FROM (SELECT DISTINCT entity_id FROM entity_mass) m
-    JOIN entities e ON e.bank_id = %(bank)s AND e.id = m.entity_id
+    SELECT m.entity_id, d.degree,
+           sum(sum(abs(m.mass)) / d.degree) OVER (ORDER BY sum(abs(m.mass)) / d.degree, m.entity_id)
+               * (1 + 1e-9) <= %(graph_min)s AS faint
+    FROM entity_mass m
+    CROSS JOIN LATERAL (
+        SELECT greatest(e.mention_count, 1)::float8 AS degree FROM entities e
+        WHERE e.bank_id = %(bank)s AND e.id = m.entity_id
+        OFFSET 0) d
+    GROUP BY m.entity_id, d.degree
 ),
-reach AS MATERIALIZED (
+strong_reach AS MATERIALIZED (
     SELECT sp.entity_id, sp.degree, t.unit_id
     FROM spread sp
     CROSS JOIN LATERAL (
@@ -74,6 +97,36 @@ reach AS MATERIALIZED (
         WHERE ue.bank_id = %(bank)s AND ue.entity_id = sp.entity_id
         ORDER BY ue.unit_id DESC
         LIMIT %(per_entity)s) t
+    WHERE NOT sp.faint
+),
+candidates AS MATERIALIZED (
+    SELECT unit_id FROM strong_reach UNION SELECT unit_id FROM link_scores
+),
+faint_links AS MATERIALIZED (
+    SELECT c.unit_id, l.entity_id
+    FROM candidates c
+    CROSS JOIN LATERAL (
+        SELECT ue.entity_id FROM unit_entities ue
+        WHERE ue.bank_id = %(bank)s AND ue.unit_id = c.unit_id
+        OFFSET 0) l
+    WHERE l.entity_id IN (SELECT entity_id FROM spread WHERE faint)
+),
+edge AS MATERIALIZED (
+    SELECT f.entity_id, (
+        SELECT ue.unit_id FROM unit_entities ue
+        WHERE ue.bank_id = %(bank)s AND ue.entity_id = f.entity_id
+        ORDER BY ue.unit_id DESC
+        OFFSET greatest(%(per_entity)s - 1, 0) LIMIT 1) AS oldest
+    FROM (SELECT DISTINCT entity_id FROM faint_links) f
+),
+reach AS MATERIALIZED (
+    SELECT entity_id, degree, unit_id FROM strong_reach
+    UNION ALL
+    SELECT sp.entity_id, sp.degree, fl.unit_id
+    FROM faint_links fl
+    JOIN edge ON edge.entity_id = fl.entity_id
+    JOIN spread sp ON sp.entity_id = fl.entity_id
+    WHERE %(per_entity)s > 0 AND (edge.oldest IS NULL OR fl.unit_id >= edge.oldest)
 ),
 entity_hits AS (
     SELECT r.unit_id, sum(m.mass / r.degree ORDER BY m.entity_id, m.src) AS ew, 0::float8 AS sw,
