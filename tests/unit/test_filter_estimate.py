@@ -21,6 +21,7 @@ from shared_core.recall.arms.semantic import (
 )
 from shared_core.recall.arms.temporal import TEMPORAL
 from shared_core.recall.filters import compile_filter
+from shared_core.recall.hydrate import HYDRATE
 from shared_core.recall.options import RecallOptions
 from shared_core.recall.pipeline import recall_plan
 from shared_core.recall.settings import RecallSettings
@@ -81,18 +82,26 @@ def _estimate_ops(ops: list[Operation]) -> list[int]:
 
 
 def _first_round(ops: list[Operation]) -> int:
+    """Where the first round's vector statements start (launched beside the keyword arm's
+    early hits, or run together): the first batch reading by distance that is neither the
+    planner's estimate nor a hydration of known ids."""
     return next(
         i
         for i, op in enumerate(ops)
-        if isinstance(op, Concurrently) and not any(_explains(q) for q in op.queries)
+        if isinstance(op, Concurrently | Launch)
+        and not any(_explains(q) for q in op.queries)
+        and any(_is_arm_by_distance(q) for q in op.queries)
     )
+
+
+def _is_arm_by_distance(query: Query) -> bool:
+    return "<=>" in (text := statement_text(query)) and text != HYDRATE
 
 
 def _semantic(ops: list[Operation]) -> str:
     """The semantic arm's statement, from the first round of arms."""
     first = ops[_first_round(ops)]
-    assert isinstance(first, Concurrently)
-    return next(text for q in first.queries if "<=>" in (text := statement_text(q)))
+    return next(statement_text(q) for q in first.queries if _is_arm_by_distance(q))
 
 
 @pytest.mark.parametrize("options", [{"tags": ["travel"]}, {"filter": {"team": "er"}}, {"types": ["world"]}])
@@ -151,8 +160,7 @@ def test_with_the_walk_on_a_filter_below_its_threshold_is_still_ranked_exactly()
 
 def _semantic_query(ops: list[Operation]) -> Query:
     first = ops[_first_round(ops)]
-    assert isinstance(first, Concurrently)
-    return next(q for q in first.queries if "<=>" in statement_text(q))
+    return next(q for q in first.queries if _is_arm_by_distance(q))
 
 
 @pytest.mark.parametrize("estimate", [WALK, EXACT_SKIP_ESTIMATE])
