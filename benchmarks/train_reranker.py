@@ -712,7 +712,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--dated",
         nargs="*",
         default=["dated-hard", "dated-long"],
-        help="generated sets to report on (benchmarks/dated_paragraphs.py)",
+        help="generated sets to report on (benchmarks/dated_paragraphs.py): NAME or NAME:BANKS",
     )
     p.add_argument(
         "--shipped",
@@ -742,13 +742,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"(held out: only conversations {present} are extracted)", file=sys.stderr)
     held = load("locomo", present, args.data_dir)
     dated: dict[str, list[QuestionData]] = {}
-    for name in args.dated:
+    for spec in args.dated:
+        # NAME (its extracted banks of DATED) or NAME:BANKS (wiki-dev:1, to set the shipped
+        # model beside one trained on wiki-dev:0)
+        name, banks = parse_banks(spec) if ":" in spec else (spec, DATED)
         try:
             # a bank that trains is not reported on (held out only)
             trained = () if args.shipped or args.locomo_only else extra_train.get(name, ())
-            dated[name] = load(
+            dated[spec] = load(
                 name,
-                [i for i in DATED if i not in trained and data_file(args.data_dir, name, i).exists()],
+                [i for i in banks if i not in trained and data_file(args.data_dir, name, i).exists()],
                 args.data_dir,
             )
         except FileNotFoundError as exc:
