@@ -17,6 +17,14 @@ R@1/5/10 per category, and precision / recall of "score >= 0.5" over the candida
     .venv/bin/python benchmarks/train_reranker.py --compare                # feature-set table
     .venv/bin/python benchmarks/train_reranker.py --shipped                # shipped weights only
 
+A feature can be left out of a fit (``--without window_within_text_years``; it stays in
+learned.py's FEATURE_NAMES, computed, and a model that does not read it lists it nowhere in its
+JSON), and more banks can train beside EXTRA_TRAIN (``--extra-train wiki-dev:0``; that set is
+then reported on its other banks only; wiki-test never trains). The wiki set's traces:
+
+    .venv/bin/python benchmarks/reranker_data.py --dataset wiki-dev        # once (~6 min)
+    .venv/bin/python benchmarks/train_reranker.py --dated dated-hard dated-long wiki-dev
+
 The report ends with the threshold table (precision / recall of ``score >= 0.3 / 0.5 / 0.7``
 on conversations 5-9), the calibration bins and the scoring time; docs/benchmarks.md keeps it.
 """
@@ -41,6 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import numpy as np
 import numpy.typing as npt
 from _report import write_json
+from dated_paragraphs import CATEGORIES as DATED_CATEGORIES
 from reranker_data import DEFAULT_DATA_DIR, data_file, load_rows
 
 from shared_core.config import DEFAULT_ARM_WEIGHTS, DEFAULT_RRF_K
@@ -167,7 +176,6 @@ DEFAULT_L2 = 1.0  # per-row-sum penalty on standardised coefficients (tuned on 0
 NEIGHBOUR_SEEDS = 5
 NEIGHBOUR_WINDOW = 2
 LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
-DATED_CATEGORIES = {1: "year", 2: "season-month", 3: "relative", 4: "untimed"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -644,7 +652,26 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "- date features": tuple(
         f for f in DEFAULT_FEATURES if not f.startswith(("window_", "when_", "dated_evidence"))
     ),
+    # the two year-in-text features that wiki-dev traces blame (docs/benchmarks/qual_wiki.md)
+    "- window_within_text_years": tuple(f for f in DEFAULT_FEATURES if f != "window_within_text_years"),
+    "- window_year_stated": tuple(f for f in DEFAULT_FEATURES if f != "window_year_stated"),
+    "- both": tuple(
+        f for f in DEFAULT_FEATURES if f not in {"window_within_text_years", "window_year_stated"}
+    ),
 }
+
+
+def parse_banks(spec: str) -> tuple[str, tuple[int, ...]]:
+    """``"wiki-dev:0"`` or ``"wiki-dev:0-1"`` -> ``("wiki-dev", (0,))`` / ``("wiki-dev", (0, 1))``."""
+    name, _, banks = spec.partition(":")
+    if not name or not banks:
+        raise argparse.ArgumentTypeError(f"expected NAME:BANKS (wiki-dev:0, wiki-dev:0-1), got {spec!r}")
+    first, _, last = banks.partition("-")
+    try:
+        lo, hi = int(first), int(last or first)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"banks must be N or N-M, got {banks!r}") from exc
+    return name, tuple(range(lo, hi + 1))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -652,6 +679,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
     p.add_argument("--l2", type=float, default=DEFAULT_L2)
     p.add_argument("--features", nargs="*", default=list(DEFAULT_FEATURES))
+    p.add_argument(
+        "--without",
+        nargs="*",
+        default=[],
+        metavar="FEATURE",
+        help="leave these out of --features (they stay computed: FEATURE_NAMES is unchanged)",
+    )
+    p.add_argument(
+        "--extra-train",
+        nargs="*",
+        type=parse_banks,
+        default=[],
+        metavar="NAME:BANKS",
+        help="more training banks beside EXTRA_TRAIN (wiki-dev:0; never wiki-test); "
+        "a --dated set is then reported on its other banks only",
+    )
     p.add_argument("--write", action="store_true", help=f"write {WEIGHTS_PATH.name}")
     p.add_argument("--locomo-only", action="store_true", help="train on LoCoMo 0-4 alone (no EXTRA_TRAIN)")
     p.add_argument("--compare", action="store_true", help="table of feature-set variants")
@@ -669,7 +712,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--dated",
         nargs="*",
         default=["dated-hard", "dated-long"],
-        help="generated sets to report on (benchmarks/dated_paragraphs.py)",
+        help="generated sets to report on (benchmarks/dated_paragraphs.py): NAME or NAME:BANKS",
     )
     p.add_argument(
         "--shipped",
@@ -677,23 +720,39 @@ def main(argv: Sequence[str] | None = None) -> int:
         help=f"no training: report {WEIGHTS_PATH.name} as shipped (needs only 5-9 extracted)",
     )
     args = p.parse_args(argv)
+    unknown = set(args.without) - set(args.features)
+    if unknown:
+        p.error(f"--without names features not in --features: {sorted(unknown)}")
+    args.features = [f for f in args.features if f not in args.without]
+    if any(name == "wiki-test" for name, _ in args.extra_train):
+        p.error("wiki-test is for scoring only; it never trains")
+    extra_train = dict(EXTRA_TRAIN)
+    for name, banks in args.extra_train:
+        extra_train[name] = tuple(sorted({*extra_train.get(name, ()), *banks}))
     train = [] if args.shipped else load("locomo", TRAIN, args.data_dir)
     # (a model reading neighbour_of_top is judged with the column marked from its own first
     # stage, as recall marks it)
     extra = (
         []
         if args.shipped or args.locomo_only
-        else [q for name, banks in EXTRA_TRAIN.items() for q in load(name, banks, args.data_dir)]
+        else [q for name, banks in extra_train.items() for q in load(name, banks, args.data_dir)]
     )
     present = [i for i in HELD_OUT if data_file(args.data_dir, "locomo", i).exists()]
     if len(present) < len(HELD_OUT):
         print(f"(held out: only conversations {present} are extracted)", file=sys.stderr)
     held = load("locomo", present, args.data_dir)
     dated: dict[str, list[QuestionData]] = {}
-    for name in args.dated:
+    for spec in args.dated:
+        # NAME (its extracted banks of DATED) or NAME:BANKS (wiki-dev:1, to set the shipped
+        # model beside one trained on wiki-dev:0)
+        name, banks = parse_banks(spec) if ":" in spec else (spec, DATED)
         try:
-            dated[name] = load(
-                name, [i for i in DATED if data_file(args.data_dir, name, i).exists()], args.data_dir
+            # a bank that trains is not reported on (held out only)
+            trained = () if args.shipped or args.locomo_only else extra_train.get(name, ())
+            dated[spec] = load(
+                name,
+                [i for i in banks if i not in trained and data_file(args.data_dir, name, i).exists()],
+                args.data_dir,
             )
         except FileNotFoundError as exc:
             print(f"(no {name} data: {exc})", file=sys.stderr)
@@ -775,14 +834,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             + "".join(
                 f" + {name} banks {list(banks)} (benchmarks/dated_paragraphs.py, "
                 f"{sum(len(q.labels) for q in extra if q.dataset == name)} rows)"
-                for name, banks in ({} if args.locomo_only else EXTRA_TRAIN).items()
+                for name, banks in ({} if args.locomo_only else extra_train).items()
             )
             + "; candidates from recall defaults (passthrough), all-MiniLM-L6-v2",
             "command": "python benchmarks/reranker_data.py --conversations all && "
             + "".join(
                 f"python benchmarks/reranker_data.py --dataset {name} --conversations "
                 f"{min(banks)}-{max(banks)} && "
-                for name, banks in ({} if args.locomo_only else EXTRA_TRAIN).items()
+                for name, banks in ({} if args.locomo_only else extra_train).items()
             )
             + command.replace(" --write", ""),
         },
