@@ -160,6 +160,24 @@ def _query(
     bank: str, ids: list[str], settings: RecallSettings, words: tuple[str, ...], offset: int
 ) -> ArmQuery:
     """The graph arm's query in ``bank``: 20 semantic and 10 keyword seeds from ``offset``."""
+    return _graph_query(
+        bank,
+        settings,
+        words,
+        semantic=[ArmHit(id=i, score=0.9 - k / 100) for k, i in enumerate(ids[offset : offset + 40 : 2])],
+        keyword=[ArmHit(id=i, score=5.0 - k / 10) for k, i in enumerate(ids[offset + 300 : offset + 310])],
+    )
+
+
+def _graph_query(
+    bank: str,
+    settings: RecallSettings,
+    words: tuple[str, ...],
+    *,
+    semantic: list[ArmHit],
+    keyword: list[ArmHit],
+) -> ArmQuery:
+    """An unfiltered query over every fact type whose graph arm is seeded by these hits."""
     return ArmQuery(
         bank=bank,
         vector=np.zeros(384, dtype=np.float32),
@@ -171,14 +189,7 @@ def _query(
         n=300,
         window=None,
         settings=settings,
-        prior={
-            "semantic": [
-                ArmHit(id=i, score=0.9 - k / 100) for k, i in enumerate(ids[offset : offset + 40 : 2])
-            ],
-            "keyword": [
-                ArmHit(id=i, score=5.0 - k / 10) for k, i in enumerate(ids[offset + 300 : offset + 310])
-            ],
-        },
+        prior={"semantic": semantic, "keyword": keyword},
     )
 
 
@@ -290,21 +301,12 @@ def test_a_faint_hub_adds_its_term_exactly_up_to_its_per_entity_newest(
             (bank, edge),
         ).fetchone() or ("",)
         settings = RecallSettings(graph_min_score=0.01, graph_per_entity_limit=25 if inside else 24)
-        query = ArmQuery(
-            bank=bank,
-            vector=np.zeros(384, dtype=np.float32),
-            words=tuple(person.split()),
-            bigrams=(),
-            types=("world", "experience", "observation"),
-            tags=None,
-            tags_match="any",
-            n=300,
-            window=None,
-            settings=settings,
-            prior={
-                "semantic": [],
-                "keyword": [ArmHit(id=i, score=5.0 - k / 10) for k, i in enumerate(hub[100:110])],
-            },
+        query = _graph_query(
+            bank,
+            settings,
+            tuple(person.split()),
+            semantic=[],
+            keyword=[ArmHit(id=i, score=5.0 - k / 10) for k, i in enumerate(hub[100:110])],
         )
         start = GRAPH.start(query)
         assert start is not None
