@@ -67,6 +67,7 @@ from shared_core.recall.arms.temporal import temporal_proximity
 from shared_core.recall.boosts import _grain_end, effective_date
 from shared_core.recall.inflections import inflection_group
 from shared_core.recall.text_scan import TextScan
+from shared_core.recall.text_years import OFFSET, told_years
 from shared_core.types import ARM_NAMES, ArmName, DateGrain, TimeWindow, as_utc
 
 __all__ = [
@@ -445,8 +446,8 @@ def _row(
     stated = spans = tight = 0.0
     if window is not None:
         proximity = c.proximity(window, said=said)
-        years = [int(y) for y in _YEAR.findall(c.text)]
-        stated, spans, tight = _year_features(years, _window_years(window))
+        # the years it writes plus those its offsets imply ("three years later")
+        stated, spans, tight = _year_features(told_years(c.text), _window_years(window))
     dated = c.occurred_start is not None or c.occurred_end is not None
     when_year = query.asks_when and _YEAR.search(c.text) is not None
     length = math.log(min(max(len(c.text.split()), _MIN_WORDS), _MAX_WORDS))
@@ -627,8 +628,8 @@ def featurize(query: QuerySignals, candidates: Sequence[CandidateSignals]) -> np
         put(undated)
         stated = np.zeros((3, n))
         bounds = _window_years(window)
-        for i, written in years.items():
-            stated[:, i] = _year_features(written, bounds)
+        for i, told in _told(years, scan, candidates).items():
+            stated[:, i] = _year_features(told, bounds)
         put(stated[0])
         put(stated[1])
         tight = stated[2]
@@ -756,6 +757,21 @@ def _years(scan: TextScan) -> dict[int, list[int]]:
         if _YEAR.fullmatch(run):
             years.setdefault(i, []).append(int(run))
     return years
+
+
+def _told(
+    years: dict[int, list[int]], scan: TextScan, candidates: Sequence[CandidateSignals]
+) -> dict[int, list[int]]:
+    """:func:`_years` with the years implied by offsets added (:func:`told_years`): only the
+    texts :data:`OFFSET` matches in (one search of the joined texts; none in a chat list) are
+    read again, and only those writing a year can imply one, so the texts left out stay out."""
+    hits = [i for i in scan.matching(OFFSET) if i in years]
+    if not hits:
+        return years
+    told = dict(years)
+    for i in hits:
+        told[i] = told_years(candidates[i].text)
+    return told
 
 
 def _proximities(

@@ -9,6 +9,8 @@ from importlib import resources
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from shared_core.recall.learned import (
     FEATURE_NAMES,
@@ -522,3 +524,75 @@ def test_a_marked_neighbour_said_by_the_named_person_gets_the_mark_twice() -> No
             neighbour_seeds=5,
             neighbour_window=2,
         )
+
+
+def test_year_features_read_the_years_offsets_imply() -> None:
+    q = QuerySignals.from_query("Which team did Oskar play for in 2005?", YEAR_2005)
+    texts = [
+        "Oskar joined Rovers in 2003. Two years later he moved to Elsby.",  # 2005 implied
+        "Oskar joined Rovers in 2001. Three years later he moved on; the following season he retired.",
+        "Oskar (born 1980) joined Rovers. Twenty-five years later he retired.",  # an aside anchors nothing
+        "Oskar was three years old in 1990.",
+    ]
+    rows = featurize(q, [_candidate(i, text=t) for i, t in enumerate(texts)])
+    assert _column(rows, "window_year_stated") == [1.0, 1.0, 0.0, 0.0]
+    assert _column(rows, "window_within_text_years") == [1.0, 1.0, 0.0, 0.0]
+    assert _column(rows, "window_tight_years") == pytest.approx([1 / 3, 1 / 2, 0.0, 0.0])
+    # "has a year" for a "when" question stays about the years written
+    when = QuerySignals.from_query("When did Oskar move to Elsby?", None)
+    assert _column(
+        featurize(when, [_candidate(0, text=texts[0]), _candidate(1, text="Two years later.")]),
+        "when_and_year_stated",
+    ) == [1.0, 0.0]
+
+
+def test_implied_years_read_alike_in_the_vectorised_and_per_candidate_paths() -> None:
+    from shared_core.recall.learned import _featurize_rows
+
+    texts = [
+        "Oskar joined Rovers in 2003. Two years later he moved to Elsby.",
+        'In 1990 he said: "A year later we won." Two years later he left.',
+        "Arnholt, founded in 1901, signed him in 2004. The next year he left.",
+        "three years later",  # no anchor
+        "He was three years old in 2005.",
+        "Varga signed in 2004 and",  # an offset split across two texts by the join
+        "a year later left.",
+        "",
+    ]
+    for window in (YEAR_2005, None):
+        for question in ("Which team did Oskar play for in 2005?", "When did Oskar move?"):
+            q = QuerySignals.from_query(question, window)
+            cands = [_candidate(i, text=t) for i, t in enumerate(texts)]
+            assert np.array_equal(featurize(q, cands), _featurize_rows(q, cands))
+
+
+_PIECES = [*"abcdefghijklmnopqrstuvwxyz ,.;()\"'-0123456789“”"]
+_PIECES += [
+    "19",
+    "20",
+    "2003",
+    "2005",
+    "1999",
+    " years ",
+    " later ",
+    " the ",
+    " following ",
+    " season",
+    " a ",
+]
+
+
+@given(st.lists(st.lists(st.sampled_from(_PIECES), max_size=30).map("".join), min_size=1, max_size=6))
+def test_without_offset_phrases_the_year_features_are_the_written_years_ones(texts: list[str]) -> None:
+    from shared_core.recall.learned import _featurize_rows, _window_years, _year_features
+    from shared_core.recall.text_years import OFFSET, written_years
+
+    q = QuerySignals.from_query("Which team did Oskar play for in 2005?", YEAR_2005)
+    cands = [_candidate(i, text=t) for i, t in enumerate(texts)]
+    rows = featurize(q, cands)
+    assert np.array_equal(rows, _featurize_rows(q, cands))
+    names = ("window_year_stated", "window_within_text_years", "window_tight_years")
+    for i, text in enumerate(texts):
+        if OFFSET.search(text) is None:
+            old = _year_features(written_years(text), _window_years(YEAR_2005))
+            assert tuple(float(rows[i, FEATURE_NAMES.index(n)]) for n in names) == old
