@@ -67,7 +67,7 @@ from shared_core.recall.arms.temporal import temporal_proximity
 from shared_core.recall.boosts import _grain_end, effective_date
 from shared_core.recall.inflections import inflection_group
 from shared_core.recall.text_scan import TextScan
-from shared_core.recall.text_years import OFFSET, told_years
+from shared_core.recall.text_years import offsets, told_years, with_implied
 from shared_core.types import ARM_NAMES, ArmName, DateGrain, TimeWindow, as_utc
 
 __all__ = [
@@ -762,15 +762,18 @@ def _years(scan: TextScan) -> dict[int, list[int]]:
 def _told(
     years: dict[int, list[int]], scan: TextScan, candidates: Sequence[CandidateSignals]
 ) -> dict[int, list[int]]:
-    """:func:`_years` with the years implied by offsets added (:func:`told_years`): only the
-    texts :data:`OFFSET` matches in (one search of the joined texts; none in a chat list) are
-    read again, and only those writing a year can imply one, so the texts left out stay out."""
-    hits = [i for i in scan.matching(OFFSET) if i in years]
-    if not hits:
-        return years
-    told = dict(years)
-    for i in hits:
-        told[i] = told_years(candidates[i].text)
+    """:func:`_years` with the years implied by offsets added (:func:`told_years`). Only a text
+    writing a year can imply one (an offset needs an anchor), and only one holding an offset's
+    words (:func:`shared_core.recall.text_years.may_imply`: a few substring tests) is read
+    again, so the texts left out stay out and chat lists cost next to nothing more."""
+    told = years
+    for i in years:
+        text = candidates[i].text
+        found = offsets(text)  # [] at once for a text without "year", "season" or "decade"
+        if found:
+            if told is years:
+                told = dict(years)
+            told[i] = with_implied(text, found)
     return told
 
 

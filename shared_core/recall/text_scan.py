@@ -23,7 +23,6 @@ The per-text regexes stay the spec; ``tests/unit/test_learned_recorded.py`` comp
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -266,20 +265,6 @@ class TextScan:
         """Per text: the share of ``words`` that are one of its lower-cased runs."""
         share: npt.NDArray[np.float64] = self.word_found(words).sum(axis=1) / len(words)
         return share
-
-    def matching(self, pattern: re.Pattern[str]) -> list[int]:
-        """The texts (indices, ascending) in which ``pattern`` matches, found by one search of
-        the joined texts: a prefilter (a match may run across the newline between two texts;
-        the caller re-reads the texts it gets).
-
-        >>> TextScan.of(["in 2003", "no year", "later 1999"]).matching(re.compile(r"\\d{4}"))
-        [0, 2]
-        """
-        starts = [m.start() for m in pattern.finditer(self._original)]
-        if not starts:
-            return []
-        texts = np.searchsorted(self._original_starts, starts, side="right") - 1
-        return sorted(set(texts.tolist()))
 
     def runs(self, length: int, first: str) -> list[tuple[int, str]]:
         """(text index, run) of the runs of the original texts ``length`` characters long

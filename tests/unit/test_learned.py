@@ -585,7 +585,7 @@ _PIECES += [
 @given(st.lists(st.lists(st.sampled_from(_PIECES), max_size=30).map("".join), min_size=1, max_size=6))
 def test_without_offset_phrases_the_year_features_are_the_written_years_ones(texts: list[str]) -> None:
     from shared_core.recall.learned import _featurize_rows, _window_years, _year_features
-    from shared_core.recall.text_years import OFFSET, written_years
+    from shared_core.recall.text_years import offsets, written_years
 
     q = QuerySignals.from_query("Which team did Oskar play for in 2005?", YEAR_2005)
     cands = [_candidate(i, text=t) for i, t in enumerate(texts)]
@@ -593,6 +593,6 @@ def test_without_offset_phrases_the_year_features_are_the_written_years_ones(tex
     assert np.array_equal(rows, _featurize_rows(q, cands))
     names = ("window_year_stated", "window_within_text_years", "window_tight_years")
     for i, text in enumerate(texts):
-        if OFFSET.search(text) is None:
+        if not offsets(text):
             old = _year_features(written_years(text), _window_years(YEAR_2005))
             assert tuple(float(rows[i, FEATURE_NAMES.index(n)]) for n in names) == old

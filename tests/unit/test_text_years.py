@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shared_core.recall.text_years import OFFSET, told_years, written_years
+from shared_core.recall.text_years import offsets, told_years, written_years
 
 CASES = [
     # (text, told years) -- offsets anchored on the year before them
@@ -81,8 +81,19 @@ _CHAT = st.lists(st.sampled_from(_PIECES), max_size=40).map("".join)
 
 @given(_CHAT)
 def test_without_an_offset_phrase_the_written_years_come_back(text: str) -> None:
-    if OFFSET.search(text) is None:
+    if not offsets(text):
         assert told_years(text) == written_years(text)
     else:
         told = told_years(text)
         assert all(year in told for year in written_years(text))
+
+
+@given(
+    st.lists(
+        st.sampled_from([*_PIECES, "_", "x", "12003", "1499", "2100", "é", "٣", "2٠", "1٥"]), max_size=40
+    ).map("".join)
+)
+def test_the_fast_year_scan_finds_what_the_year_regex_finds(text: str) -> None:
+    from shared_core.recall.text_years import _written_at
+
+    assert [year for _, year in _written_at(text)] == written_years(text)
