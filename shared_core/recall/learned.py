@@ -398,6 +398,10 @@ def _year_features(years: Sequence[int], bounds: tuple[int, int]) -> tuple[float
     window lies within the span of ``years`` and they hold at least two, how tight the
     tightest stint of the text holding the window is).
 
+    ``years`` are those the text tells: written, or implied by an offset from a written one
+    ("In 2003 ... Three years later ...": 2006; :func:`shared_core.recall.text_years.told_years`),
+    since encyclopedia prose tells a stint by its start and an offset.
+
     A stint is two years the text writes with no other year it writes between them; the third
     value is 1 / (the number of years of the narrowest stint holding the window), 0 if none
     does. An introduction writing a career's first and last year spans every question about
@@ -529,7 +533,8 @@ FEATURE_NAMES: Final[tuple[str, ...]] = (
     "dated_evidence_rr",
     *_RELATIVE,
     # appended after the relative columns (every earlier column keeps its place): how tight the
-    # narrowest span of years the text writes around the question's window is (_year_features)
+    # narrowest span of years the text tells (writes, or implies by an offset) around the
+    # question's window is (_year_features)
     "window_tight_years",
     # the second graph round: whether the candidate is a document neighbour of one of the first
     # stage's top hits (LearnedScorer.seeds, arms/graph.py's neighbour_plan); featurize leaves
