@@ -37,7 +37,7 @@ SETS: tuple[tuple[str, str, tuple[int, ...]], ...] = (
 )
 
 
-def _written(years: dict[int, list[int]], scan: Any, candidates: Any) -> dict[int, list[int]]:
+def _written(years: dict[int, list[int]], candidates: Any) -> dict[int, list[int]]:
     return years  # the code before text_years: the written years only
 
 

@@ -633,7 +633,7 @@ def featurize(query: QuerySignals, candidates: Sequence[CandidateSignals]) -> np
         put(undated)
         stated = np.zeros((3, n))
         bounds = _window_years(window)
-        for i, told in _told(years, scan, candidates).items():
+        for i, told in _told(years, candidates).items():
             stated[:, i] = _year_features(told, bounds)
         put(stated[0])
         put(stated[1])
@@ -764,9 +764,7 @@ def _years(scan: TextScan) -> dict[int, list[int]]:
     return years
 
 
-def _told(
-    years: dict[int, list[int]], scan: TextScan, candidates: Sequence[CandidateSignals]
-) -> dict[int, list[int]]:
+def _told(years: dict[int, list[int]], candidates: Sequence[CandidateSignals]) -> dict[int, list[int]]:
     """:func:`_years` with the years implied by offsets added (:func:`told_years`). Only a text
     writing a year can imply one (an offset needs an anchor), and only one holding an offset's
     words (:func:`shared_core.recall.text_years.may_imply`: a few substring tests) is read

@@ -60,14 +60,11 @@ _NUMBER_WORDS: Final = (  # noqa: SIM905
 _COUNTS: Final = {w: i + 1 for i, w in enumerate(_NUMBER_WORDS)} | {"a": 1, "an": 1}
 _LATER: Final = frozenset({"later", "after", "afterwards", "following", "next", "subsequent"})
 _UNITS: Final = {"year": 1, "season": 1, "decade": 10}
-# Every offset phrase holds a unit word in lower case ("years", "season", "decade": never first
-# in its sentence) and a lower-case word giving its direction, so a text without both implies
-# nothing: a few substring tests, the fast path.
+_DIGITS: Final = re.compile(r"[12]\d\d\d")  # \d as in YEAR: any Unicode digit, which int() reads
+_WORD: Final = re.compile(r"\w").match  # a regex word character at a place (str.isalnum misses "_")
 # One regex over the whole text for the full phrase costs ~0.5 µs a character (its alternation
 # of count words is tried at every position); finding the unit words with str.find and reading
 # the words either side of them costs a small fraction of that.
-_DIGITS: Final = re.compile(r"[12]\d\d\d")  # \d as in YEAR: any Unicode digit, which int() reads
-_WORD: Final = re.compile(r"\w").match  # a regex word character at a place (str.isalnum misses "_")
 _DIRECTION: Final = re.compile(r"\s+(later|after|afterwards|earlier|before|previously)\b", re.IGNORECASE)
 _RELATIVE: Final = {"following": 1, "next": 1, "subsequent": 1, "previous": -1, "preceding": -1, "prior": -1}
 _RELATIVE_ENDS: Final = tuple(f"{w} " for w in _RELATIVE)
@@ -85,6 +82,10 @@ _QUOTE: Final = re.compile(r"\"[^\"]*\"|“[^”]*”")
 
 def may_imply(text: str) -> bool:
     """Whether ``text`` holds the words an offset phrase needs (False: it implies no year).
+
+    Every offset phrase holds a unit word in lower case ("years", "season", "decade": never
+    first in its sentence) and a lower-case word giving its direction; a text without both is
+    not read further (the fast path: a few substring tests).
 
     >>> may_imply('Caroline said, "I went camping last year."'), may_imply("Two years later")
     (False, True)
