@@ -313,8 +313,10 @@ SELECT * FROM (({postings})
 
 # One keyword scan for all requested types: the rank runs once per matching row, not once per
 # (row, fact type). ``{types}`` is the arm's type_clause: TRUE under a filter asking every fact
-# type, where the vacuous test's estimate (below 1) made the planner intersect the filter's and
-# the text's bitmaps with the bank's type index (docs/benchmarks/filt3_statements.md).
+# type, where the test is vacuous and its estimate (below 1) can only mislead the planner. At
+# 100k this statement's plan did not change without it (the text's and the filter's bitmaps
+# drive it: same buffers, time within noise, 50 bench queries under four filters;
+# docs/benchmarks/filt3_statements.md).
 _KEYWORD_ARM = sql.SQL("""
 SELECT u.id::text AS id, {score} AS score
 FROM memory_units u{lateral}, kq{more}

@@ -158,7 +158,10 @@ SELECT id, similarity, occurred_start, occurred_end, mentioned_at, date_grain FR
 # CTEs, the branch and the HNSW branch's gate fill _TEMPORAL_ENTRY's three slots, empty without
 # a filter (the statement is then the one it always was, character for character).
 # ``{types}`` is the arm's type_clause: under a filter asking every fact type, TRUE (the test
-# is vacuous, and its estimate below 1 misled the planner: docs/benchmarks/filt3_statements.md).
+# is vacuous, and its estimate below 1 misled the planner). Measured at 100k (the 12 dated bench
+# queries, load ~3.5, benchmarks/statement_cpu_ab.py): ``fmatching``'s statement 0.83x (``$and``)
+# and 0.87x (``team``) of server CPU, identical results; ~2,900 fewer buffers of ~75,000
+# (benchmarks/type_test_whatif.py, docs/benchmarks/filt3_statements.md).
 _FILTERED_ENTRY_CTES = sql.SQL(""",
 fmatching AS MATERIALIZED (
     SELECT u.id, {vec} <=> {qvec} AS distance, {in_window} AS inside
