@@ -14,7 +14,15 @@ import psycopg
 from psycopg import sql
 
 from shared_core.extraction.entities import mention_keys
-from shared_core.recall.arms import Arm, ArmQuery, ArmResult, ScoredRow, rows_or_raise
+from shared_core.recall.arms import (
+    TYPES_TEST,
+    Arm,
+    ArmQuery,
+    ArmResult,
+    ScoredRow,
+    rows_or_raise,
+    type_clause,
+)
 from shared_core.recall.fusion import ArmHit
 from shared_core.recall.settings import RecallSettings
 from shared_core.recall.timing import Stopwatch
@@ -164,21 +172,46 @@ link_scores AS (
     FROM link_hits GROUP BY unit_id
 ),""")
 
-_GRAPH_SELECT = sql.SQL("""
+_SCORED = sql.SQL("""
 scored AS (
     SELECT unit_id, sum(ew) AS ew, sum(sw) AS sw, sum(cw) AS cw FROM (
         {sources}
     ) x GROUP BY unit_id
-)
+)""")
+_GRAPH_SELECT = sql.SQL("""
 SELECT u.id::text AS id, sc.ew + %(graph_sw)s * sc.sw + sc.cw AS score
 FROM scored sc JOIN memory_units u ON u.bank_id = %(bank)s AND u.id = sc.unit_id
-WHERE u.fact_type = ANY(%(types)s::text[]) AND {tags}
+WHERE {types} AND {tags}
   AND sc.ew + %(graph_sw)s * sc.sw + sc.cw > %(graph_min)s
 ORDER BY score DESC, u.id DESC
 LIMIT %(n)s""")
+# Under a tag or metadata filter the scored memories are read by their primary key: ``kept``
+# (the spread's memories above graph_min, each with its score, the same expression as above, so
+# the same bits) gives the ids, and the filter is tested on those rows only. Joined as above,
+# the generic plan (the arm's: _start) could not tell how selective the filter is: under the
+# bench's ``$and`` filter at 100k it built a bitmap of every memory the filter matches from its
+# GIN index (12,448) and hash-joined their heap rows with the scored ids, for a spread that
+# keeps a few dozen. ``u.id = ANY(ARRAY(...))`` is an index condition on the primary key
+# whatever the filter's estimate. Measured at 100k (the 50 bench queries' statements, load
+# ~3.5): under ``$and`` the graph statement's server CPU per recall 9.92 -> 1.64 ms, identical
+# results 50 of 50 (benchmarks/statement_cpu_ab.py); ``team`` and tags unchanged (their generic
+# plans were already driven by the scored ids; benchmarks/type_test_whatif.py,
+# docs/benchmarks/filt3_statements.md). Unfiltered, the join above stays.
+_GRAPH_SELECT_FILTERED = sql.SQL(""",
+kept AS MATERIALIZED (
+    SELECT sc.unit_id, sc.ew + %(graph_sw)s * sc.sw + sc.cw AS score FROM scored sc
+    WHERE sc.ew + %(graph_sw)s * sc.sw + sc.cw > %(graph_min)s
+)
+SELECT u.id::text AS id, k.score
+FROM kept k JOIN memory_units u ON u.bank_id = %(bank)s AND u.id = k.unit_id
+WHERE u.id = ANY(ARRAY(SELECT unit_id FROM kept)) AND {types} AND {tags}
+ORDER BY k.score DESC, u.id DESC
+LIMIT %(n)s""")
 
 
-def graph_statement(tags: sql.Composable, *, with_entities: bool) -> sql.Composed:
+def graph_statement(
+    tags: sql.Composable, *, with_entities: bool, filtered: bool = False, types: sql.Composable = TYPES_TEST
+) -> sql.Composed:
     """The graph arm's statement: a two-step personalised PageRank over memories and
     entities, restarted from the seed memories (``%(seed_ids)s`` with ``%(seed_mass)s``) and
     the entities the query names (``%(query_keys)s``), plus semantic links (weighted
@@ -186,14 +219,17 @@ def graph_statement(tags: sql.Composable, *, with_entities: bool) -> sql.Compose
     (``%(link_seeds)s``; the types followed are ``%(link_types)s``); kept above
     ``%(graph_min)s``. Without entities (the fallback after a timeout) only the links are
     followed. Tag and metadata filters (``tags``) apply to the results here and reached the
-    seeds through the arms that found them."""
+    seeds through the arms that found them; ``filtered``: ``tags`` holds such a filter, and
+    the scored memories are read by primary key. ``types``: the fact-type test
+    (:func:`~shared_core.recall.arms.type_clause`)."""
     parts: list[sql.Composable] = [sql.SQL("WITH "), _SEEDS, sql.SQL(","), _GRAPH_LINKS]
     if with_entities:
         parts += [_RESTART, sql.SQL(","), _GRAPH_ENTITY]
     sources: sql.Composable = sql.SQL("SELECT unit_id, ew, sw, cw FROM link_scores")
     if with_entities:
         sources = sql.SQL("SELECT unit_id, ew, sw, cw FROM entity_hits UNION ALL ") + sources
-    parts.append(_GRAPH_SELECT.format(sources=sources, tags=tags))
+    parts.append(_SCORED.format(sources=sources))
+    parts.append((_GRAPH_SELECT_FILTERED if filtered else _GRAPH_SELECT).format(types=types, tags=tags))
     return sql.Composed(parts)
 
 
@@ -272,7 +308,7 @@ def _start(q: ArmQuery) -> Query | None:
     # identical (benchmarks/statement_cpu_ab.py, docs/benchmarks/lat_recall.md). The entity
     # terms are summed in one order (_GRAPH_ENTITY), so no plan changes a score's last bit.
     return Query(
-        graph_statement(q.where_sql, with_entities=True),
+        graph_statement(q.where_sql, with_entities=True, filtered=q.filtered, types=type_clause(q)),
         params,
         timeout_ms=q.settings.graph_timeout_ms,
         settings=GENERIC_PLAN,
@@ -293,7 +329,9 @@ def _finish(q: ArmQuery, rows: Sequence[ScoredRow] | BaseException, watch: Stopw
             (rows,) = yield Concurrently(
                 (
                     Query(
-                        graph_statement(q.where_sql, with_entities=False),
+                        graph_statement(
+                            q.where_sql, with_entities=False, filtered=q.filtered, types=type_clause(q)
+                        ),
                         _params(q, *_seeds(q)),
                         row_type=ScoredRow,
                     ),

@@ -11,7 +11,16 @@ from typing import Any
 
 from psycopg import sql
 
-from shared_core.recall.arms import Arm, ArmQuery, ArmResult, ScoredRow, ranked, rows_or_raise
+from shared_core.recall.arms import (
+    TYPES_TEST,
+    Arm,
+    ArmQuery,
+    ArmResult,
+    ScoredRow,
+    ranked,
+    rows_or_raise,
+    type_clause,
+)
 from shared_core.recall.inflections import inflection_group, inflection_groups
 from shared_core.recall.query import KeywordRanking
 from shared_core.recall.timing import Stopwatch
@@ -303,26 +312,37 @@ SELECT * FROM (({postings})
   (SELECT * FROM ({scan}) s WHERE NOT (SELECT yes FROM kflat))) k""")
 
 # One keyword scan for all requested types: the rank runs once per matching row, not once per
-# (row, fact type).
+# (row, fact type). ``{types}`` is the arm's type_clause: TRUE under a filter asking every fact
+# type, where the test is vacuous and its estimate (below 1) can only mislead the planner. At
+# 100k this statement's plan did not change without it (the text's and the filter's bitmaps
+# drive it: same buffers, time within noise, 50 bench queries under four filters;
+# docs/benchmarks/filt3_statements.md).
 _KEYWORD_ARM = sql.SQL("""
 SELECT u.id::text AS id, {score} AS score
 FROM memory_units u{lateral}, kq{more}
-WHERE u.bank_id = %(bank)s AND u.fact_type = ANY(%(types)s::text[]) AND {tags}
+WHERE u.bank_id = %(bank)s AND {types} AND {tags}
   AND u.search_vector @@ kq.q
 ORDER BY score DESC, u.id DESC
 LIMIT %(keyword_n)s""")
 
 
 def keyword_statement(
-    tags: sql.Composable, ranking: KeywordRanking, *, grouped: bool = False, postings: bool = False
+    tags: sql.Composable,
+    ranking: KeywordRanking,
+    *,
+    grouped: bool = False,
+    postings: bool = False,
+    types: sql.Composable = TYPES_TEST,
 ) -> sql.Composed:
     """The keyword arm, ranked by BM25 or ``ts_rank_cd`` (``ranking``); ``grouped``: the words
     hold an inflection group of more than one form (BM25 then sums tf per group);
     ``postings``: BM25 from the postings (an unfiltered recall of every fact type: ``tags``
-    must then be ``TRUE``), the search vectors read only for a form of several lexemes."""
+    must then be ``TRUE``), the search vectors read only for a form of several lexemes;
+    ``types``: the scan's fact-type test (:func:`~shared_core.recall.arms.type_clause`)."""
     bm25 = ranking == "bm25"
     bm25_score = _BM25_GROUPED_SCORE if grouped else _BM25_SCORE
     scan = _KEYWORD_ARM.format(
+        types=types,
         tags=tags,
         score=bm25_score if bm25 else _FULLTEXT_SCORE,
         lateral=_BM25_DETOASTED if bm25 else _FULLTEXT_FROM,
@@ -390,7 +410,13 @@ def _start(q: ArmQuery) -> Query | None:
     if not (q.words or q.bigrams):
         return None
     return Query(
-        keyword_statement(q.where_sql, q.settings.keyword, grouped=_grouped(q), postings=_unfiltered(q)),
+        keyword_statement(
+            q.where_sql,
+            q.settings.keyword,
+            grouped=_grouped(q),
+            postings=_unfiltered(q),
+            types=type_clause(q),
+        ),
         keyword_params(q, q.n * len(q.types)),
         row_type=ScoredRow,
     )

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from psycopg import sql
 
-from shared_core.recall.arms import Arm, ArmQuery, ArmResult, rows_or_raise
+from shared_core.recall.arms import TYPES_TEST, Arm, ArmQuery, ArmResult, rows_or_raise, type_clause
 from shared_core.recall.arms.semantic import EXACT_MAX_ROWS, matching_head, skips_exact
 from shared_core.recall.boosts import effective_date
 from shared_core.recall.fusion import ArmHit
@@ -157,12 +157,17 @@ SELECT id, similarity, occurred_start, occurred_end, mentioned_at, date_grain FR
 # HNSW walk finds its 60 rows early); every row the walk returned is in the exact top. These
 # CTEs, the branch and the HNSW branch's gate fill _TEMPORAL_ENTRY's three slots, empty without
 # a filter (the statement is then the one it always was, character for character).
+# ``{types}`` is the arm's type_clause: under a filter asking every fact type, TRUE (the test
+# is vacuous, and its estimate below 1 misled the planner). Measured at 100k (the 12 dated bench
+# queries, load ~3.5, benchmarks/statement_cpu_ab.py): ``fmatching``'s statement 0.83x (``$and``)
+# and 0.87x (``team``) of server CPU, identical results; ~2,900 fewer buffers of ~75,000
+# (benchmarks/type_test_whatif.py, docs/benchmarks/filt3_statements.md).
 _FILTERED_ENTRY_CTES = sql.SQL(""",
 fmatching AS MATERIALIZED (
     SELECT u.id, {vec} <=> {qvec} AS distance, {in_window} AS inside
     FROM memory_units u
     WHERE NOT (SELECT yes FROM few) AND u.bank_id = %(bank)s AND {rows}
-      AND u.fact_type = ANY(%(types)s::text[]) AND {dims} AND {tags}
+      AND {types} AND {dims} AND {tags}
     LIMIT {cap} + 1
 ),
 ffew AS MATERIALIZED (
@@ -190,11 +195,13 @@ def filtered_temporal_entry_statement(
     *,
     exact_max: int = ENTRY_EXACT_MAX_ROWS,
     filter_max: int = EXACT_MAX_ROWS,
+    types: sql.Composable = TYPES_TEST,
 ) -> sql.Composed:
     """:func:`temporal_entry_statement` under a tag or metadata filter (``tags``): a broad
     window is ranked exactly among the filter's memories when at most ``filter_max`` match,
-    else by the HNSW scan."""
-    return _entry(tags, dimension, exact_max=exact_max, filter_max=filter_max)
+    else by the HNSW scan. ``types``: the fact-type test of that exact read
+    (:func:`~shared_core.recall.arms.type_clause`)."""
+    return _entry(tags, dimension, exact_max=exact_max, filter_max=filter_max, types=types)
 
 
 def _dated_statement(template: sql.SQL, tags: sql.Composable, dimension: Dimension) -> sql.Composed:
@@ -212,11 +219,16 @@ def temporal_entry_statement(
 ) -> sql.Composed:
     """The most similar memories dated inside the window (occurred or mentioned): ranked
     exactly when the window holds at most about ``exact_max`` memories, else by an HNSW scan."""
-    return _entry(tags, dimension, exact_max=exact_max, filter_max=None)
+    return _entry(tags, dimension, exact_max=exact_max, filter_max=None, types=TYPES_TEST)
 
 
 def _entry(
-    tags: sql.Composable, dimension: Dimension, *, exact_max: int, filter_max: int | None
+    tags: sql.Composable,
+    dimension: Dimension,
+    *,
+    exact_max: int,
+    filter_max: int | None,
+    types: sql.Composable,
 ) -> sql.Composed:
     """The entry statement; with ``filter_max``, the filter's exact branch and its gate too."""
     vec, qvec = dimension.column, dimension.query()
@@ -228,7 +240,9 @@ def _entry(
         dims=dimension.predicate,
         filter_ctes=empty
         if filter_max is None
-        else _FILTERED_ENTRY_CTES.format(cap=sql.Literal(int(filter_max)), dims=dimension.predicate, **names),
+        else _FILTERED_ENTRY_CTES.format(
+            cap=sql.Literal(int(filter_max)), dims=dimension.predicate, types=types, **names
+        ),
         filter_branch=empty if filter_max is None else _FILTERED_ENTRY_BRANCH.format(dated=_DATED_COLUMNS),
         filter_gate=empty if filter_max is None else _FILTERED_ENTRY_GATE,
         **names,
@@ -272,15 +286,16 @@ _DATED = sql.SQL("u.occurred_start IS NOT NULL")
 
 
 def filtered_dated_evidence_statement(
-    tags: sql.Composable, dimension: Dimension, *, exact_max: int = EXACT_MAX_ROWS
+    tags: sql.Composable, dimension: Dimension, *, exact_max: int = EXACT_MAX_ROWS, all_types: bool = False
 ) -> sql.Composed:
     """:func:`dated_evidence_statement` under a tag or metadata filter (``tags``): the dated
     memories it lets through ranked exactly when at most ``exact_max`` of them, else the HNSW
-    scan."""
+    scan. ``all_types`` (every fact type asked): the exact read leaves its type test out, as
+    the semantic arm's does (:func:`~shared_core.recall.arms.type_clause`); the scan keeps it."""
     dated = sql.SQL("({} AND {})").format(tags, _DATED)
     gate = sql.SQL("NOT (SELECT yes FROM few) AND {}").format(tags)
     return _FILTERED_DATED_EVIDENCE.format(
-        matching=matching_head(dated, dimension, exact_max),
+        matching=matching_head(dated, dimension, exact_max, all_types=all_types),
         dated=_DATED_COLUMNS,
         scan=_dated_statement(_DATED_EVIDENCE, gate, dimension),
     )
@@ -299,6 +314,7 @@ def filtered_dated_evidence_statement(
 # each: 4,550 probes, 23,813 buffers, 44 ms for one hop, against ~20 links per frontier memory
 # read in link order (862 buffers, the unfiltered plan's). Unfiltered recalls keep the plain
 # join (the statement they always ran: a hop's ties in weight come out in its plan's order).
+# ``{types}`` is the arm's type_clause (TRUE under a filter asking every fact type).
 _TEMPORAL_HOP = sql.SQL("""
 SELECT f.id::text AS from_id, nxt.to_id::text AS id, nxt.link_type, nxt.weight, nxt.similarity,
        nxt.occurred_start, nxt.occurred_end, nxt.mentioned_at, nxt.date_grain
@@ -310,7 +326,7 @@ CROSS JOIN LATERAL (
     {memory}
     WHERE l.bank_id = %(bank)s AND l.from_id = f.id AND l.weight >= 0.1
       AND l.link_type IN ('temporal', 'causes', 'caused_by', 'enables', 'prevents')
-      AND u.fact_type = ANY(%(types)s::text[]) AND {tags}
+      AND {types} AND {tags}
       AND {dims} AND 1 - ({vec} <=> {qvec}) >= %(temporal_min)s
     ORDER BY l.weight DESC
     LIMIT %(fanout)s) nxt""")
@@ -322,12 +338,14 @@ _HOP_MEMORY_FENCED = sql.SQL("""CROSS JOIN LATERAL (SELECT * FROM memory_units u
 
 
 def temporal_hop_statement(
-    tags: sql.Composable, dimension: Dimension, *, filtered: bool = False
+    tags: sql.Composable, dimension: Dimension, *, filtered: bool = False, types: sql.Composable = TYPES_TEST
 ) -> sql.Composed:
     """One hop of spreading from ``%(frontier)b`` along temporal and causal links (the ids as
     text, sent in binary: see :data:`~shared_core.recall.hydrate.HYDRATE`; ``filtered``:
-    ``tags`` holds a tag or metadata filter, each link's memory read by primary key)."""
+    ``tags`` holds a tag or metadata filter, each link's memory read by primary key; ``types``:
+    the fact-type test, :func:`~shared_core.recall.arms.type_clause`)."""
     return _TEMPORAL_HOP.format(
+        types=types,
         memory=_HOP_MEMORY_FENCED if filtered else _HOP_MEMORY,
         dated=_DATED_COLUMNS,
         tags=tags,
@@ -475,7 +493,7 @@ def _spread(
     above ``_TEMPORAL_MIN_SCORE``.
     """
     settings = q.settings
-    statement = temporal_hop_statement(q.where_sql, q.dimension, filtered=q.filtered)
+    statement = temporal_hop_statement(q.where_sql, q.dimension, filtered=q.filtered, types=type_clause(q))
     best: dict[str, float] = {e.id: temporal_proximity(e.date, window) for e in entries}
     reached: dict[str, _Reached] = {}
     frontier = list(best)
@@ -519,11 +537,19 @@ def _start(q: ArmQuery) -> Query | None:
     if q.window is None:
         if not (q.asks_when and q.settings.temporal_when_questions):
             return None
-        dated = filtered_dated_evidence_statement if exact else dated_evidence_statement
-        return Query(dated(q.where_sql, q.dimension), q.params(), row_type=DatedHit)
-    entry = filtered_temporal_entry_statement if exact else temporal_entry_statement
+        dated = (
+            filtered_dated_evidence_statement(q.where_sql, q.dimension, all_types=q.filtered_all_types)
+            if exact
+            else dated_evidence_statement(q.where_sql, q.dimension)
+        )
+        return Query(dated, q.params(), row_type=DatedHit)
+    entry = (
+        filtered_temporal_entry_statement(q.where_sql, q.dimension, types=type_clause(q))
+        if exact
+        else temporal_entry_statement(q.where_sql, q.dimension)
+    )
     return Query(
-        entry(q.where_sql, q.dimension),
+        entry,
         q.params(wstart=q.window.start, wend=q.window.end, pool=q.settings.temporal_entry_pool),
         # Unfiltered, with a generic plan (framed anyway for ENTRY_SETTINGS: nothing added):
         # its btree and HNSW paths are gated inside the statement, by capped counts, not by the
