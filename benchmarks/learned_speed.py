@@ -31,11 +31,13 @@ import os
 import random
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _timing import best_cpu_ms
 
 from shared_core.recall.fusion import ArmHit, reciprocal_rank_fusion
 from shared_core.recall.learned import (
@@ -96,16 +98,6 @@ def candidates(n: int = 300, seed: int = 7) -> list[CandidateSignals]:
     return out
 
 
-def _best_ms(fn: Callable[[int], Any], repeat: int) -> float:
-    """Best CPU time of ``fn(i)`` over ``i`` in ``range(repeat)``, in ms."""
-    best = float("inf")
-    for i in range(repeat):
-        t0 = time.thread_time()
-        fn(i)
-        best = min(best, time.thread_time() - t0)
-    return best * 1e3
-
-
 def measure(n: int = 300, repeat: int = 50) -> dict[str, Any]:
     scorer = LearnedScorer.default()
     cands = candidates(n)
@@ -118,9 +110,9 @@ def measure(n: int = 300, repeat: int = 50) -> dict[str, Any]:
         ]
         for arm in ARM_NAMES
     }
-    fusion = _best_ms(lambda _: reciprocal_rank_fusion(lists), repeat)
+    fusion = best_cpu_ms(lambda _: reciprocal_rank_fusion(lists), repeat)
     fields = [{f.name: getattr(c, f.name) for f in dataclasses.fields(c)} for c in cands]
-    signals = _best_ms(lambda _: [CandidateSignals(**f) for f in fields], repeat)
+    signals = best_cpu_ms(lambda _: [CandidateSignals(**f) for f in fields], repeat)
     accented = [[dataclasses.replace(c, text=c.text + " café") for c in f] for f in fresh]
     # chat turns, every other one said by the person the question names: the speaker column's
     # worst case (its speech-form regex runs on every text holding one of the question's names)
@@ -138,13 +130,13 @@ def measure(n: int = 300, repeat: int = 50) -> dict[str, Any]:
         (_QUESTIONS[0], turns, "chat turns"),
     ]:
         query = QuerySignals.from_query(question, window)
-        features = _best_ms(lambda i, q=query, ls=cands_by_run: featurize(q, ls[i]), repeat)  # type: ignore[misc]
+        features = best_cpu_ms(lambda i, q=query, ls=cands_by_run: featurize(q, ls[i]), repeat)  # type: ignore[misc]
         # both stages of a model reading the second graph round (prepare: features and the
         # first stage's seeds; probabilities: the final scores, every other candidate marked
         # as a neighbour of the top seed, the worst case; the neighbour lookup between them is
         # a statement, timed with recall, not here)
-        total = _best_ms(lambda i, q=query, ls=cands_by_run: _both_stages(scorer, q, ls[i]), repeat)  # type: ignore[misc]
-        reference = _best_ms(
+        total = best_cpu_ms(lambda i, q=query, ls=cands_by_run: _both_stages(scorer, q, ls[i]), repeat)  # type: ignore[misc]
+        reference = best_cpu_ms(
             lambda i, q=query, ls=cands_by_run: scorer.logits(_featurize_rows(q, ls[i])),  # type: ignore[misc]
             repeat,
         )

@@ -22,12 +22,13 @@ import datetime as dt
 import os
 import random
 import sys
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _timing import best_cpu_ms
 
 from shared_core.recall import learned
 from shared_core.recall.learned import CandidateSignals, LearnedScorer, QuerySignals
@@ -67,15 +68,6 @@ def _lists(texts: Sequence[str], n: int, count: int) -> list[list[CandidateSigna
     return [_signals([texts[(k * step + j) % len(texts)] for j in range(n)], k) for k in range(count)]
 
 
-def _best_ms(fn: Callable[[int], Any], repeat: int) -> float:
-    best = float("inf")
-    for i in range(repeat):
-        t0 = time.thread_time()
-        fn(i)
-        best = min(best, time.thread_time() - t0)
-    return best * 1e3
-
-
 def _score(scorer: LearnedScorer, query: QuerySignals, cands: Sequence[CandidateSignals]) -> list[float]:
     rows, seeds = scorer.prepare(query, cands)
     return scorer.probabilities(rows, seeds, {})
@@ -103,7 +95,7 @@ def measure(n: int, repeat: int) -> dict[str, Any]:
             for label, told in (("old", _written), ("new", new_told)):
                 learned._told = told  # type: ignore[assignment]
                 try:
-                    t = _best_ms(lambda i, q=query, ls=lists: _score(scorer, q, ls[i]), repeat)  # type: ignore[misc]
+                    t = best_cpu_ms(lambda i, q=query, ls=lists: _score(scorer, q, ls[i]), repeat)  # type: ignore[misc]
                 finally:
                     learned._told = new_told
                 times[label] = min(times[label], t)
