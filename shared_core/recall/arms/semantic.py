@@ -11,7 +11,16 @@ from typing import Any
 from psycopg import sql
 
 from shared_core.errors import ConfigurationError
-from shared_core.recall.arms import Arm, ArmQuery, ArmResult, ScoredRow, ranked, rows_or_raise, tag_clause
+from shared_core.recall.arms import (
+    TYPES_TEST,
+    Arm,
+    ArmQuery,
+    ArmResult,
+    ScoredRow,
+    ranked,
+    rows_or_raise,
+    tag_clause,
+)
 from shared_core.recall.filters import FilterExpr, compile_filter, range_value_queries, with_range_values
 from shared_core.recall.hydrate import MEMORY_COLUMNS, MemoryRow
 from shared_core.recall.query import TagsMatch
@@ -97,7 +106,6 @@ EXACT_MAX_ROWS = 15_000
 # custom plans as recall runs them, server CPU of the read + top 300, 10 bench queries x 3
 # interleaved, load ~6.5): 60.2 ms p50 with the test, 42.1 with the test unindexable, 38.9
 # without it (docs/benchmarks/filt_bitmapand.md). A subset of the types keeps the test.
-_TYPES_TEST = sql.SQL("u.fact_type = ANY(%(types)s::text[])")
 _FILTERED_MATCHING = sql.SQL("""
 WITH matching AS MATERIALIZED (
     SELECT u.id, {vec} <=> {qvec} AS distance
@@ -359,7 +367,7 @@ def matching_head(
     plan that does not read the bank's type index (``_FILTERED_MATCHING``). The temporal arm's
     statements under a filter share it (arms/temporal.py)."""
     return _FILTERED_MATCHING.format(
-        types=sql.SQL("TRUE") if all_types else _TYPES_TEST,
+        types=sql.SQL("TRUE") if all_types else TYPES_TEST,
         cap=sql.Literal(int(exact_max)),
         dims=dimension.predicate,
         tags=tags,
@@ -487,9 +495,7 @@ def _start(q: ArmQuery) -> Query:
             row_type=MemoryRow,
         )
     if _filtered(q) and not skips_exact(q):
-        statement = filtered_semantic_rows_statement(
-            q.where_sql, q.dimension, all_types=set(q.types) >= set(FACT_TYPES)
-        )
+        statement = filtered_semantic_rows_statement(q.where_sql, q.dimension, all_types=q.filtered_all_types)
         return Query(statement, params, row_type=MemoryRow)
     return Query(semantic_rows_statement(q.where_sql, q.dimension), params, row_type=MemoryRow)
 
