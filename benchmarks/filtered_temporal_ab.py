@@ -29,10 +29,23 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import numpy as np
 import psycopg
 from _args import add_scope_args, scope_options
+from _capture import capturing, scope_arm_query
 from _corpus import CORPUS_VERSION, make_queries
+
+
+def kind_of(text: str) -> str | None:
+    """``entry`` (the temporal entry), ``dated`` (the dated evidence) or None, by the statement's
+    text with its whitespace collapsed.
+
+    >>> kind_of("WITH began AS (SELECT 1)"), kind_of("SELECT 1")
+    ('entry', None)
+    """
+    flat = " ".join(text.split())
+    if "began AS" in flat:
+        return "entry"
+    return "dated" if "occurred_start IS NOT NULL ORDER BY" in flat else None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -49,52 +62,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     from pgvector.psycopg import register_vector
 
     from shared_core import EngineConfig, MemoryEngine
-    from shared_core.recall.arms import ArmQuery
     from shared_core.recall.arms import temporal as T
-    from shared_core.recall.filters import MATCH_ALL, compile_filter, range_values_plan
-    from shared_core.recall.settings import RecallSettings
 
     options: dict[str, Any] = {"reranker": "none", **scope_options(args)}
-    captured: list[tuple[str, dict[str, Any]]] = []
-    original = psycopg.Cursor.execute
-
-    def execute(self: psycopg.Cursor[Any], query: Any, params: Any = None, **kw: Any) -> Any:
-        text = " ".join((query if isinstance(query, str) else query.as_string(None)).split())
-        if params is not None and ("began AS" in text or "occurred_start IS NOT NULL ORDER BY" in text):
-            captured.append(("entry" if "began AS" in text else "dated", dict(params)))
-        return original(self, query, params, **kw)
-
-    psycopg.Cursor.execute = execute  # type: ignore[method-assign]
     queries = make_queries()
     bank = f"bench-latency-v{CORPUS_VERSION}-{args.size}"
     config = EngineConfig(extract_entities=False, extract_dates=False)
     with MemoryEngine(data_dir=args.data_dir, config=config) as engine:
-        for i in range(args.calls):
-            engine.recall(
-                queries.texts[i % len(queries.texts)],
-                bank=bank,
-                query_timestamp=queries.query_time,
-                **options,
-            )
-        psycopg.Cursor.execute = original  # type: ignore[method-assign]
-        # The arms' filter as the semantic arm's prepare compiles it (ranges given their values):
-        # the captured parameters are its parameters.
-        compiled = (
-            engine.run(range_values_plan(bank, compile_filter(args.filter))) if args.filter else MATCH_ALL
-        )
-        q = ArmQuery(
-            bank=bank,
-            vector=np.zeros(384, dtype=np.float32),
-            words=(),
-            bigrams=(),
-            types=("world", "experience", "observation"),
-            tags=tuple(args.tags) if args.tags else None,
-            tags_match=args.tags_match,
-            n=1,
-            window=None,
-            settings=RecallSettings(),
-            filter=compiled,
-        )
+        with capturing(kind_of) as statements:
+            for i in range(args.calls):
+                engine.recall(
+                    queries.texts[i % len(queries.texts)],
+                    bank=bank,
+                    query_timestamp=queries.query_time,
+                    **options,
+                )
+        captured = [(kind, params) for kind, _, params in statements]
+        q = scope_arm_query(engine, bank, args)
         where, dim = q.where_sql, q.dimension
         pairs = {
             "entry": (

@@ -36,9 +36,9 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import numpy as np
 import psycopg
 from _args import add_scope_args, scope_options
+from _capture import capturing, scope_arm_query
 from _corpus import CORPUS_VERSION, make_queries
 from psycopg import sql
 
@@ -142,26 +142,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     from recall_cpu import schedstat
 
     from shared_core import EngineConfig, MemoryEngine
-    from shared_core.recall.arms import TYPES_TEST, ArmQuery
+    from shared_core.recall.arms import TYPES_TEST
     from shared_core.recall.arms import graph as G
     from shared_core.recall.arms import keyword as K
     from shared_core.recall.arms import temporal as T
-    from shared_core.recall.filters import MATCH_ALL, compile_filter, range_values_plan
-    from shared_core.recall.settings import RecallSettings
-    from shared_core.types import FACT_TYPES
 
     options: dict[str, Any] = {"reranker": "none", **scope_options(args)}
-    captured: list[tuple[str, str, dict[str, Any]]] = []
-    original = psycopg.Cursor.execute
-
-    def execute(self: psycopg.Cursor[Any], query: Any, params: Any = None, **kw: Any) -> Any:
-        if params is not None and not isinstance(query, str | bytes):
-            text = query.as_string(None)
-            kind = kind_of(text)
-            if kind is not None:
-                captured.append((kind, text, dict(params)))
-        return original(self, query, params, **kw)
-
     queries = make_queries()
     bank = f"bench-latency-v{CORPUS_VERSION}-{args.size}"
     config = EngineConfig(extract_entities=False, extract_dates=False)
@@ -169,28 +155,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     with MemoryEngine(data_dir=args.data_dir, config=config) as engine:
         for i in range(5):  # warm-up: models, pools, caches
             engine.recall(queries.texts[i], bank=bank, query_timestamp=queries.query_time, **options)
-        psycopg.Cursor.execute = execute  # type: ignore[method-assign]
-        try:
+        with capturing(kind_of) as captured:
             for i in range(min(args.calls, len(queries.texts))):
                 engine.recall(queries.texts[i], bank=bank, query_timestamp=queries.query_time, **options)
-        finally:
-            psycopg.Cursor.execute = original  # type: ignore[method-assign]
-        compiled = (
-            engine.run(range_values_plan(bank, compile_filter(args.filter))) if args.filter else MATCH_ALL
-        )
-        q = ArmQuery(
-            bank=bank,
-            vector=np.zeros(384, dtype=np.float32),
-            words=(),
-            bigrams=(),
-            types=FACT_TYPES,
-            tags=tuple(args.tags) if args.tags else None,
-            tags_match=args.tags_match,
-            n=1,
-            window=None,
-            settings=RecallSettings(),
-            filter=compiled,
-        )
+        q = scope_arm_query(engine, bank, args)
         if not q.filtered_all_types:
             print("no filter: the statements keep their type test; nothing to compare")
             return 1
@@ -219,7 +187,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             ],
             "dated": [
                 ("typed", lambda t: T.filtered_dated_evidence_statement(where, dim)),
-                ("untyped", lambda t: T.filtered_dated_evidence_statement(where, dim, all_types=True)),
+                ("untyped", lambda t: T.filtered_dated_evidence_statement(where, dim, types=untyped)),
             ],
             "hop": [
                 ("typed", lambda t: T.temporal_hop_statement(where, dim, filtered=True)),

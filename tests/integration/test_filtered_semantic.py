@@ -16,7 +16,7 @@ from psycopg.rows import dict_row
 
 from shared_core import MemoryEngine, MemoryItem
 from shared_core.errors import InvalidOptionError
-from shared_core.recall.arms import ArmQuery, semantic
+from shared_core.recall.arms import ArmQuery, semantic, type_clause
 from shared_core.recall.arms.semantic import (
     SEMANTIC,
     filter_index_prefix,
@@ -334,7 +334,7 @@ def test_every_type_asked_leaves_the_type_test_out_and_keeps_the_same_rows(
     ]
     for spec, tags in specs:
         q = arm_query(engine, bank, spec=spec, tags=tags, n=50, types=every)
-        untyped = filtered_semantic_rows_statement(q.where_sql, q.dimension, all_types=True)
+        untyped = filtered_semantic_rows_statement(q.where_sql, q.dimension, types=type_clause(q))
         assert "fact_type" not in untyped.as_string(None).split("few AS")[0], spec
         typed = filtered_semantic_rows_statement(q.where_sql, q.dimension)
         rows = _rows(engine, untyped, q)

@@ -20,6 +20,7 @@ from shared_core.recall.arms import (
     ranked,
     rows_or_raise,
     tag_clause,
+    type_clause,
 )
 from shared_core.recall.filters import FilterExpr, compile_filter, range_value_queries, with_range_values
 from shared_core.recall.hydrate import MEMORY_COLUMNS, MemoryRow
@@ -358,16 +359,17 @@ def semantic_rows_statement(tags: sql.Composable, dimension: Dimension) -> sql.C
 
 
 def matching_head(
-    tags: sql.Composable, dimension: Dimension, exact_max: int, *, all_types: bool = False
+    tags: sql.Composable, dimension: Dimension, exact_max: int, *, types: sql.Composable = TYPES_TEST
 ) -> sql.Composed:
     """The filtered statements' common head: CTEs ``matching`` (the memories of the asked
-    types, ``%(types)s``, that ``tags`` lets through, at most ``exact_max`` + 1, each one's
-    ``id`` and cosine ``distance``) and ``few`` (``yes``: at most ``exact_max`` of them). With
-    ``all_types`` (every fact type is asked) the type test is left out: the same rows, and a
-    plan that does not read the bank's type index (``_FILTERED_MATCHING``). The temporal arm's
-    statements under a filter share it (arms/temporal.py)."""
+    types that ``tags`` lets through, at most ``exact_max`` + 1, each one's ``id`` and cosine
+    ``distance``) and ``few`` (``yes``: at most ``exact_max`` of them). ``types`` is the
+    fact-type test, :func:`~shared_core.recall.arms.type_clause`: ``TRUE`` when every fact
+    type is asked, the same rows and a plan that does not read the bank's type index
+    (``_FILTERED_MATCHING``). The temporal arm's statements under a filter share it
+    (arms/temporal.py)."""
     return _FILTERED_MATCHING.format(
-        types=sql.SQL("TRUE") if all_types else TYPES_TEST,
+        types=types,
         cap=sql.Literal(int(exact_max)),
         dims=dimension.predicate,
         tags=tags,
@@ -377,27 +379,35 @@ def matching_head(
 
 
 def filtered_semantic_rows_statement(
-    tags: sql.Composable, dimension: Dimension, *, exact_max: int = EXACT_MAX_ROWS, all_types: bool = False
+    tags: sql.Composable,
+    dimension: Dimension,
+    *,
+    exact_max: int = EXACT_MAX_ROWS,
+    types: sql.Composable = TYPES_TEST,
 ) -> sql.Composed:
     """:func:`filtered_semantic_statement` reading each hit's :class:`MemoryRow` (the score is
     its ``similarity``): the same rows (the exact branch's top n joined to their memories)."""
     gate = sql.SQL("NOT (SELECT yes FROM few) AND {}").format(tags)
     return _FILTERED_SEMANTIC_ROWS.format(
-        matching=matching_head(tags, dimension, exact_max, all_types=all_types),
+        matching=matching_head(tags, dimension, exact_max, types=types),
         columns=sql.SQL(MEMORY_COLUMNS),
         scan=_rows_scan(gate, dimension),
     )
 
 
 def filtered_semantic_statement(
-    tags: sql.Composable, dimension: Dimension, *, exact_max: int = EXACT_MAX_ROWS, all_types: bool = False
+    tags: sql.Composable,
+    dimension: Dimension,
+    *,
+    exact_max: int = EXACT_MAX_ROWS,
+    types: sql.Composable = TYPES_TEST,
 ) -> sql.Composed:
     """The semantic arm under a filter: an exact ranking of the matching memories when at most
-    ``exact_max`` match, else the HNSW scan of :func:`semantic_statement`. ``all_types``: every
-    fact type is asked (:func:`matching_head`)."""
+    ``exact_max`` match, else the HNSW scan of :func:`semantic_statement`. ``types``: the exact
+    read's fact-type test (:func:`matching_head`)."""
     gate = sql.SQL("NOT (SELECT yes FROM few) AND {}").format(tags)
     return _FILTERED_SEMANTIC.format(
-        matching=matching_head(tags, dimension, exact_max, all_types=all_types),
+        matching=matching_head(tags, dimension, exact_max, types=types),
         scan=_scan(gate, dimension),
     )
 
@@ -495,7 +505,7 @@ def _start(q: ArmQuery) -> Query:
             row_type=MemoryRow,
         )
     if _filtered(q) and not skips_exact(q):
-        statement = filtered_semantic_rows_statement(q.where_sql, q.dimension, all_types=q.filtered_all_types)
+        statement = filtered_semantic_rows_statement(q.where_sql, q.dimension, types=type_clause(q))
         return Query(statement, params, row_type=MemoryRow)
     return Query(semantic_rows_statement(q.where_sql, q.dimension), params, row_type=MemoryRow)
 

@@ -286,16 +286,20 @@ _DATED = sql.SQL("u.occurred_start IS NOT NULL")
 
 
 def filtered_dated_evidence_statement(
-    tags: sql.Composable, dimension: Dimension, *, exact_max: int = EXACT_MAX_ROWS, all_types: bool = False
+    tags: sql.Composable,
+    dimension: Dimension,
+    *,
+    exact_max: int = EXACT_MAX_ROWS,
+    types: sql.Composable = TYPES_TEST,
 ) -> sql.Composed:
     """:func:`dated_evidence_statement` under a tag or metadata filter (``tags``): the dated
     memories it lets through ranked exactly when at most ``exact_max`` of them, else the HNSW
-    scan. ``all_types`` (every fact type asked): the exact read leaves its type test out, as
-    the semantic arm's does (:func:`~shared_core.recall.arms.type_clause`); the scan keeps it."""
+    scan. ``types`` is the exact read's fact-type test, as the semantic arm's
+    (:func:`~shared_core.recall.arms.type_clause`); the scan keeps its own."""
     dated = sql.SQL("({} AND {})").format(tags, _DATED)
     gate = sql.SQL("NOT (SELECT yes FROM few) AND {}").format(tags)
     return _FILTERED_DATED_EVIDENCE.format(
-        matching=matching_head(dated, dimension, exact_max, all_types=all_types),
+        matching=matching_head(dated, dimension, exact_max, types=types),
         dated=_DATED_COLUMNS,
         scan=_dated_statement(_DATED_EVIDENCE, gate, dimension),
     )
@@ -538,7 +542,7 @@ def _start(q: ArmQuery) -> Query | None:
         if not (q.asks_when and q.settings.temporal_when_questions):
             return None
         dated = (
-            filtered_dated_evidence_statement(q.where_sql, q.dimension, all_types=q.filtered_all_types)
+            filtered_dated_evidence_statement(q.where_sql, q.dimension, types=type_clause(q))
             if exact
             else dated_evidence_statement(q.where_sql, q.dimension)
         )
