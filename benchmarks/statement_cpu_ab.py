@@ -4,7 +4,8 @@
         --a /path/to/baseline/tree --b . --size 100000 --calls 50 --rounds 3 \
         [--filter '{"team": "er"}'] [--tags travel --tags-match any_strict]
 
-Each tree records the statements of ``--calls`` recalls (``reranker="none"``, the bench
+Each tree records the statements of ``--calls`` recalls (``reranker="none"`` unless
+``--reranker`` says otherwise: ``learned`` adds its graph neighbours statement; the bench
 queries, at most 50) in a process of its own (``PYTHONPATH`` = the tree), on the same embedded
 server; then every recall's statements are run again on one warm connection with the
 engine's session settings (and each statement's own, in a transaction of its own, as recall
@@ -47,6 +48,7 @@ from shared_core import EngineConfig, MemoryEngine
 
 size, calls, out = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 scope = json.loads(sys.argv[5])  # recall's filter / tags / tags_match, as --filter etc. gave them
+scope = {"reranker": "none"} | scope  # and its reranker (--reranker)
 queries = make_queries()
 bank = f"bench-latency-v{CORPUS_VERSION}-{size}"
 recorded = []
@@ -61,7 +63,7 @@ with MemoryEngine(data_dir=os.environ["HINDSIGHT_BENCH_PGDATA"],
                   config=EngineConfig(extract_entities=False, extract_dates=False)) as engine:
     def recall(i):
         return engine.recall(queries.texts[i % len(queries.texts)], bank=bank,
-                             query_timestamp=queries.query_time, reranker="none", **scope)
+                             query_timestamp=queries.query_time, **scope)
     for i in range(5):  # warm-up: models, pool
         recall(i)
     runner._exec_sync = recording(runner._exec_sync)
@@ -118,7 +120,14 @@ def main() -> int:
     p.add_argument("--calls", type=int, default=50)
     p.add_argument("--rounds", type=int, default=3, help="replays of every recall (the first warms up)")
     add_scope_args(p)
+    p.add_argument(
+        "--reranker",
+        default="none",
+        help="the recorded recalls' reranker (default none; 'learned' also sends the graph's "
+        "second round, the neighbours statement)",
+    )
     args = p.parse_args()
+    scope = scope_options(args) | {"reranker": args.reranker}
 
     import psycopg
     from pgvector.psycopg import register_vector
@@ -128,8 +137,8 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory() as tmp:
         sides = {
-            "A": record(args.a.resolve(), args.size, args.calls, Path(tmp) / "a.pickle", scope_options(args)),
-            "B": record(args.b.resolve(), args.size, args.calls, Path(tmp) / "b.pickle", scope_options(args)),
+            "A": record(args.a.resolve(), args.size, args.calls, Path(tmp) / "a.pickle", scope),
+            "B": record(args.b.resolve(), args.size, args.calls, Path(tmp) / "b.pickle", scope),
         }
     same = sum(a == b for a, b in zip(sides["A"]["results"], sides["B"]["results"], strict=True))
     n = len(sides["A"]["batches"])

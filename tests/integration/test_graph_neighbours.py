@@ -174,3 +174,51 @@ def test_a_seed_at_its_documents_end_reads_only_its_document(engine: MemoryEngin
         session[-3]: {session[-1]},
         session[-2]: {session[-1]},
     }
+
+
+QUESTIONS = [
+    "What did Omar rent on the coast trip?",
+    "Where is Priya's sister moving?",
+    "Who plays the cello?",
+    "What closed on Elm Street?",
+]
+
+
+def _every_seed(cut: Any, rows: Any, seeds: Sequence[int]) -> list[str]:
+    """The lookup before seeds were narrowed: every seed, whatever the others' documents."""
+    return [cut[i].id for i in seeds]
+
+
+def _ranked(engine: MemoryEngine, bank: str, question: str) -> list[tuple[str, float, float | None]]:
+    result = engine.recall(question, bank=bank, reranker="learned")
+    return [(m.id, m.score, m.relevance) for m in result.memories]
+
+
+@pytest.mark.parametrize("documents", [True, False])
+def test_only_seeds_sharing_a_document_with_another_candidate_are_looked_up(
+    engine: MemoryEngine, monkeypatch: pytest.MonkeyPatch, documents: bool
+) -> None:
+    """The neighbours of a seed whose document no other candidate shares mark nothing (only a
+    candidate that is not a seed is marked, beside a seed of its own document): they are not
+    looked up, and without such a seed the statement is not sent. The learned ranking is the
+    one every seed's lookup gives, question by question, with documents and without any."""
+    bank = _bank()
+    if documents:
+        _retain(engine, bank)
+    else:
+        engine.retain([*SESSION, *OTHER, "Omar plays the cello.", "Priya runs on Sundays."], bank=bank)
+    spy = _Spy()
+    monkeypatch.setattr(pipeline, "neighbour_plan", spy)
+    narrowed = {q: _ranked(engine, bank, q) for q in QUESTIONS}
+    looked_up = [seeds for _, seeds, _ in spy.calls]
+    monkeypatch.setattr(pipeline, "_seeds_sharing_a_document", _every_seed)
+    spy.calls.clear()
+    every = {q: _ranked(engine, bank, q) for q in QUESTIONS}
+    assert narrowed == every
+    assert all(narrowed.values())
+    if not documents:
+        # nothing to mark: no statement, where every seed's lookup sent one per recall
+        assert looked_up == [] and len(spy.calls) == len(QUESTIONS)
+    else:
+        every_seed = {i for _, seeds, _ in spy.calls for i in seeds}
+        assert looked_up and {i for seeds in looked_up for i in seeds} <= every_seed

@@ -518,14 +518,28 @@ def _neighbour_lookups(ops: list[Any]) -> list[Query]:
     return [q for _, q in _statements(ops) if "s.id::text AS seed" in statement_text(q)]
 
 
-def test_the_learned_reranker_looks_up_the_document_neighbours_of_its_first_stage_seeds() -> None:
+def test_the_learned_reranker_looks_up_the_document_neighbours_of_its_first_stage_seeds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # three candidates: all of them are seeds (the five best), so no mark changes a score here
     options = RecallOptions(trace=True)
+    # a seed is looked up only when another candidate (not a seed) shares its document: every
+    # candidate being a seed here, as though two shared one with a third that is not
+    import shared_core.recall.pipeline as pipeline
+
+    monkeypatch.setattr(
+        pipeline, "_seeds_sharing_a_document", lambda cut, rows, seeds: [cut[i].id for i in seeds]
+    )
     result, ops = run_recorded(recall_plan(_context("learned"), "Who plays chess?", options), _answer(_ARMS))  # type: ignore[arg-type]
     (lookup,) = _neighbour_lookups(ops)
     scorer = LearnedScorer.default()
     assert set(lookup.params["ids"]) == {A, B, C}  # type: ignore[index]
     assert lookup.params["window"] == scorer.neighbour_window  # type: ignore[index]
+    monkeypatch.undo()
+    # as they are: no candidate has a document, so no neighbour can be marked, and none is read
+    unread, ops = run_recorded(recall_plan(_context("learned"), "Who plays chess?", options), _answer(_ARMS))  # type: ignore[arg-type]
+    assert _neighbour_lookups(ops) == []
+    assert [(m.id, m.score) for m in unread.memories] == [(m.id, m.score) for m in result.memories]
     again, _ = run_recorded(
         recall_plan(_context("learned", graph_neighbours=False), "Who plays chess?", options), _answer(_ARMS)
     )  # type: ignore[arg-type]
