@@ -367,33 +367,71 @@ def load(dataset: str, indices: Iterable[int], data_dir: Path) -> list[QuestionD
     return [q for block in load_rows(data_dir, dataset, list(indices)) for q in questions_of(block)]
 
 
-def _newton(z: npt.NDArray[np.float64], y: npt.NDArray[np.float64], l2: float) -> npt.NDArray[np.float64]:
+def _newton(
+    z: npt.NDArray[np.float64],
+    y: npt.NDArray[np.float64],
+    l2: float,
+    nonneg: Sequence[int] = (),
+    weights: npt.NDArray[np.float64] | None = None,
+) -> npt.NDArray[np.float64]:
     """L2-regularised logistic regression by Newton's method; column 0 of ``z`` is the
-    intercept (not shrunk)."""
+    intercept (not shrunk). ``weights``: each row's weight in the likelihood (1 if None).
+
+    ``nonneg``: columns whose coefficient is bounded below by 0, fitted by projected Newton
+    (Bertsekas' two-metric form): a bounded coefficient at 0 whose gradient pushes it below 0
+    is held there for the step, the others take the Newton step on the free columns, and the
+    result is projected onto the bound. Deterministic like the unbounded fit; without
+    ``nonneg`` it is that fit, step for step.
+
+    >>> z = np.column_stack([np.ones(6), [-2.0, -1.0, -0.5, 0.5, 1.0, 2.0]])
+    >>> y = np.array([1.0, 1.0, 1.0, 0.0, 0.0, 0.0])
+    >>> bool(_newton(z, y, 1.0)[1] < 0), float(_newton(z, y, 1.0, nonneg=[1])[1])
+    (True, 0.0)
+    """
     w = np.zeros(z.shape[1])
+    rw = np.ones(len(y)) if weights is None else weights
     penalty = np.full(z.shape[1], l2)
     penalty[0] = 0.0  # the intercept is not shrunk
-    for _ in range(50):
+    bounded = np.zeros(z.shape[1], dtype=bool)
+    bounded[list(nonneg)] = True
+    for _ in range(100 if len(nonneg) else 50):
         p = 1.0 / (1.0 + np.exp(-np.clip(z @ w, -40, 40)))
-        grad = z.T @ (p - y) + penalty * w
-        hess = (z * (p * (1 - p))[:, None]).T @ z + np.diag(penalty + 1e-9)
-        step = np.linalg.solve(hess, grad)
-        w -= step
-        if float(np.max(np.abs(step))) < 1e-8:
+        grad = z.T @ (rw * (p - y)) + penalty * w
+        hess = (z * (rw * p * (1 - p))[:, None]).T @ z + np.diag(penalty + 1e-9)
+        held = bounded & (w <= 0.0) & (grad > 0.0)
+        free = ~held
+        step = np.zeros_like(w)
+        step[free] = np.linalg.solve(hess[np.ix_(free, free)], grad[free])
+        new = w - step
+        new[bounded] = np.maximum(new[bounded], 0.0)
+        moved = float(np.max(np.abs(new - w)))
+        w = new
+        if moved < 1e-8:
             break
     return w
 
 
-def fit(questions: Sequence[QuestionData], features: Sequence[str], l2: float) -> LearnedScorer:
-    """L2-regularised logistic regression by Newton's method on standardised features."""
+def fit(
+    questions: Sequence[QuestionData],
+    features: Sequence[str],
+    l2: float,
+    nonneg: Sequence[str] = (),
+    weights: dict[str, float] | None = None,
+) -> LearnedScorer:
+    """L2-regularised logistic regression by Newton's method on standardised features;
+    ``nonneg``: features whose coefficient may not be negative (:func:`_newton`; a column's
+    scale is positive, so the bound holds for the unstandardised coefficient too); ``weights``:
+    a dataset's rows' weight (1 for a dataset it does not name)."""
     cols = [FEATURE_NAMES.index(f) for f in features]
     x = np.concatenate([q.x[:, cols] for q in questions])
     y = np.concatenate([q.labels for q in questions])
+    rw = np.concatenate([np.full(len(q.labels), (weights or {}).get(q.dataset, 1.0)) for q in questions])
     mean = x.mean(axis=0)
     scale = x.std(axis=0)
     scale[scale < 1e-9] = 1.0
     z = np.hstack([np.ones((len(x), 1)), (x - mean) / scale])
-    w = _newton(z, y, l2)
+    bounded = [1 + list(features).index(f) for f in nonneg if f in features]
+    w = _newton(z, y, l2, bounded, None if weights is None else rw)
     return LearnedScorer(features=tuple(features), mean=mean, scale=scale, coef=w[1:], intercept=float(w[0]))
 
 
@@ -401,7 +439,12 @@ SIZE_FEATURE = "log_candidates"
 
 
 def fit_size_calibrated(
-    questions: Sequence[QuestionData], small: Sequence[QuestionData], features: Sequence[str], l2: float
+    questions: Sequence[QuestionData],
+    small: Sequence[QuestionData],
+    features: Sequence[str],
+    l2: float,
+    nonneg: Sequence[str] = (),
+    weights: dict[str, float] | None = None,
 ) -> LearnedScorer:
     """Two stages, one linear model. Stage 1 ranks: :func:`fit` on the full candidate lists
     (``questions``) over ``features`` without :data:`SIZE_FEATURE`. Stage 2 calibrates: a
@@ -410,7 +453,7 @@ def fit_size_calibrated(
     coefficients times stage 2's slope, plus the size term: within one query the list's length
     is a constant, so the order of every list is stage 1's (held-out R@k unchanged), while the
     probabilities are calibrated on a list of two candidates as on one of 300."""
-    ranking = fit(questions, [f for f in features if f != SIZE_FEATURE], l2)
+    ranking = fit(questions, [f for f in features if f != SIZE_FEATURE], l2, nonneg, weights)
     if SIZE_FEATURE not in features or not small:
         return ranking
     rows = [*questions, *small]
@@ -674,6 +717,18 @@ def parse_banks(spec: str) -> tuple[str, tuple[int, ...]]:
     return name, tuple(range(lo, hi + 1))
 
 
+def parse_weight(spec: str) -> tuple[str, float]:
+    """``"dated-prose-train=0.5"`` -> ``("dated-prose-train", 0.5)``."""
+    name, _, value = spec.partition("=")
+    try:
+        weight = float(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected NAME=W (dated-prose-train=0.5), got {spec!r}") from exc
+    if not name or weight <= 0:
+        raise argparse.ArgumentTypeError(f"expected NAME=W with W > 0, got {spec!r}")
+    return name, weight
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     p.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
@@ -694,6 +749,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="NAME:BANKS",
         help="more training banks beside EXTRA_TRAIN (wiki-dev:0; never wiki-test); "
         "a --dated set is then reported on its other banks only",
+    )
+    p.add_argument(
+        "--nonneg",
+        nargs="*",
+        default=[],
+        metavar="FEATURE",
+        help="features whose coefficient may not be negative (a projected Newton fit, _newton)",
+    )
+    p.add_argument(
+        "--weight",
+        nargs="*",
+        type=parse_weight,
+        default=[],
+        metavar="NAME=W",
+        help="a training set's rows' weight in the ranking fit (dated-prose-train=0.5; default 1)",
     )
     p.add_argument("--write", action="store_true", help=f"write {WEIGHTS_PATH.name}")
     p.add_argument("--locomo-only", action="store_true", help="train on LoCoMo 0-4 alone (no EXTRA_TRAIN)")
@@ -724,6 +794,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown:
         p.error(f"--without names features not in --features: {sorted(unknown)}")
     args.features = [f for f in args.features if f not in args.without]
+    if set(args.nonneg) - set(args.features):
+        p.error(f"--nonneg names features not in --features: {sorted(set(args.nonneg) - set(args.features))}")
+    weights = dict(args.weight) or None
     if any(name == "wiki-test" for name, _ in args.extra_train):
         p.error("wiki-test is for scoring only; it never trains")
     extra_train = dict(EXTRA_TRAIN)
@@ -765,6 +838,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             [*train, *extra],
             [f for f in args.features if f != SIZE_FEATURE and f not in SECOND_ROUND],
             args.l2,
+            args.nonneg,
+            weights,
         )
         seeds, window = args.neighbour_seeds, args.neighbour_window
 
@@ -804,7 +879,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     small = small_lists([*train, *extra], args.small_lists, args.small_gold_p) if args.small_lists else []
     small = mark(small)  # featurize left the column 0 over each subsample
-    scorer = fit_size_calibrated([*train, *extra], small, args.features, args.l2)
+    scorer = fit_size_calibrated([*train, *extra], small, args.features, args.l2, args.nonneg, weights)
     command = "python benchmarks/train_reranker.py " + shlex.join(
         sys.argv[1:] if argv is None else list(argv)
     )
@@ -828,6 +903,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 else "no size calibration"
             ),
             "l2": args.l2,
+            **({"nonneg": list(args.nonneg)} if args.nonneg else {}),
+            **({"row_weights": dict(args.weight)} if args.weight else {}),
             "trained_on": "LoCoMo conversations 0-4 (every question with evidence, every "
             f"fused candidate: {sum(len(q.labels) for q in train)} rows, "
             f"{int(sum(q.labels.sum() for q in train))} positives)"
