@@ -12,7 +12,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 import numpy as np
-from train_reranker import VARIANTS, _newton, main, parse_banks, parse_weight
+from train_reranker import VARIANTS, QuestionData, _newton, main, parse_banks, parse_weight, refit_columns
+
+from shared_core.recall.learned import FEATURE_NAMES, LearnedScorer
 
 
 def test_banks_parse_as_one_or_a_range() -> None:
@@ -92,3 +94,41 @@ def test_the_bounded_fit_is_the_constrained_optimum() -> None:
 def test_row_weights_of_one_are_the_unweighted_fit() -> None:
     z, y = _toy_data()
     assert np.allclose(_newton(z, y, 1.0, weights=np.ones(len(y))), _newton(z, y, 1.0))
+
+
+def _question(rng: np.random.Generator, year_col: bool) -> QuestionData:
+    x = np.zeros((30, len(FEATURE_NAMES)))
+    x[:, FEATURE_NAMES.index("cosine")] = rng.normal(size=30)
+    if year_col:  # the gold writes the asked year, as do a few others
+        x[[0, 3, 7], FEATURE_NAMES.index("window_year_stated")] = 1.0
+    labels = np.zeros(30)
+    labels[0] = 1.0
+    ids = tuple(str(i) for i in range(30))
+    return QuestionData(
+        dataset="t",
+        conversation=0,
+        category=1,
+        x=x,
+        labels=labels,
+        dia_ids=ids,
+        evidence=frozenset({"0"}),
+        passthrough=ids,
+    )
+
+
+def test_refitting_a_column_keeps_the_order_of_lists_where_it_is_constant() -> None:
+    """--refit-only: the new rows teach only the refitted column; a list in which that column
+    is the same for every candidate (a question naming no time) keeps the base model's order."""
+    base = LearnedScorer(
+        features=("cosine", "window_year_stated"),
+        mean=np.zeros(2),
+        scale=np.ones(2),
+        coef=np.array([0.5, -1.0]),
+        intercept=-3.0,
+    )
+    rng = np.random.default_rng(1)
+    new = refit_columns(base, [_question(rng, True) for _ in range(30)], ["window_year_stated"], 1.0)
+    assert new.coef[1] > 0  # the rows say a written asked year marks the evidence
+    untimed = _question(rng, False)
+    assert list(np.argsort(-new.logits(untimed.x))) == list(np.argsort(-base.logits(untimed.x)))
+    assert new.features == base.features and new.first_stage is base.first_stage
