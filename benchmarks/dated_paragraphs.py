@@ -684,6 +684,252 @@ def _lengthen(
     return merged, [(q, c, where.get(k, k)) for q, c, k in questions]
 
 
+# --- dated-prose-train: careers told by offsets (training only, never scored) --------------------
+# What dated-train lacks and encyclopedia prose is full of: a stint told by an offset from an
+# earlier year ("Four years later she moved to ..."), an introduction whose range brackets the
+# whole career, an evidence paragraph writing years that are not its stint's, and paragraphs
+# about the same person in other years told the same way. Templates of our own, written for this
+# set (not derived from benchmarks/wiki_paragraphs.py, which wiki-dev / wiki-test come from: a
+# test set is honest only if the training text does not imitate it).
+_PROSE_SPAN = (
+    "{name} (born {born}) is {kind}, active from {first} until {last}.",
+    "{name}, born in {born}, is {kind} whose working life ran from {first} to {last}.",
+    "{name} (born {born} in {place}) is {kind}. Between {first} and {last} {pron} was attached to "
+    "{n_orgs} different organisations.",
+    "{name} is {kind}. Born in {place} in {born}, {pron} spent the years {first} to {last} with {orgs}.",
+)
+_PROSE_SPAN_TAIL = (
+    "Few of {poss} contemporaries moved as often, or as deliberately.",
+    "The arc of that career is usually told through the organisations {pron} served.",
+    "{Pron} is remembered less for any single post than for the sum of them.",
+)
+
+
+def _offset_phrase(rng: random.Random, k: int, later: bool = True) -> str:
+    """An offset of ``k`` years as prose tells it (text_years.told_years reads every form)."""
+    word = "later" if later else "earlier"
+    if k == 1:
+        return rng.choice(
+            ("The following season", "The next year", "A year later")
+            if later
+            else ("The previous season", "A year earlier")
+        )
+    if k == 10:
+        return f"A decade {word}"
+    count = _NUMBER_WORDS[k - 2] if 2 <= k <= 12 and rng.random() < 0.8 else str(k)
+    return f"{count.capitalize()} years {word}"
+
+
+def _prose_chapter(
+    rng: random.Random, domain: _Domain, person: dict[str, Any], chapter: Sequence[_Stint], outside: list[int]
+) -> tuple[str, list[int]]:
+    """One paragraph telling one to three stints: the first by a written year, the next ones by
+    an offset from the last year told (written or implied), events told either way, and at the
+    end sometimes a year outside the chapter (``outside``: years of the career not in it). Also
+    the years the paragraph tells (written or implied) inside its stints."""
+    name, pron, poss, topic = person["name"], person["pron"], person["poss"], person["topic"]
+    surname = name.split()[1]
+    told: list[int] = []
+    sentences: list[str] = []
+    last = chapter[0].start
+    for i, stint in enumerate(chapter):
+        join = rng.choice(domain.join).format(org=stint.org)
+        if i == 0:
+            sentences.append(
+                rng.choice(
+                    (
+                        f"In {stint.start}, {name} {join}.",
+                        f"{surname} {join} in {rng.choice(_MONTHS)} {stint.start}.",
+                        f"It was in {stint.start} that {surname} {join}.",
+                    )
+                )
+            )
+        else:
+            offset = _offset_phrase(rng, stint.start - last)
+            sentences.append(f"{offset}, {pron} {join}.")
+        last = stint.start
+        told.append(stint.start)
+        inner = list(range(stint.start + 1, stint.end))
+        if inner and rng.random() < 0.6:
+            year = rng.choice(inner)
+            event = _sentence(rng, rng.choice(domain.events), name, pron, poss, topic)
+            event = event[0].lower() + event[1:]
+            if rng.random() < 0.6:
+                sentences.append(f"{_offset_phrase(rng, year - last)} {pron} {event}.")
+            else:
+                sentences.append(f"In {year} {surname} {event}.")
+            last = year
+            told.append(year)
+        for filler in rng.sample(_FILLER, rng.randint(0, 2)):
+            sentences.append(_sentence(rng, filler, name, pron, poss, topic))
+    final = chapter[-1]
+    if not final.current:
+        ending = rng.random()
+        if ending < 0.35:
+            sentences.append(f"{_offset_phrase(rng, final.end - last)} {pron} left {final.org}.")
+            told.append(final.end)
+        elif ending < 0.6:
+            sentences.append(f"{surname} stayed with {final.org} until {final.end}.")
+            told.append(final.end)
+        elif ending < 0.8:
+            years = final.end - final.start
+            count = _NUMBER_WORDS[years - 2] if 2 <= years <= 12 else str(years)
+            # a duration, not an offset: the end year is not told
+            sentences.append(f"{pron.capitalize()} spent {count} seasons there in all.")
+        # else: the paragraph does not say when the stint ended
+    else:
+        sentences.append(f"{pron.capitalize()} has remained with {final.org} since.")
+    if outside and rng.random() < 0.5:
+        # a year of the career outside this chapter's stints, after every offset (so it anchors none)
+        year = rng.choice(outside)
+        sentences.append(
+            rng.choice(
+                (
+                    f"The arrangement was first discussed as early as {year}, "
+                    "though nothing was signed then.",
+                    f"A newspaper profile written in {year} looked back on this spell as {poss} best.",
+                    f"{pron.capitalize()} would speak about these years at length in {year}.",
+                )
+            )
+        )
+    return " ".join(sentences), told
+
+
+def _prose_elsewhere(
+    rng: random.Random, person: dict[str, Any], stints: Sequence[_Stint], born: int
+) -> list[tuple[str, str]]:
+    """Paragraphs about the same person and organisations in years that are no stint's inner
+    years (youth before the career, life after it), told by a written year and an offset."""
+    name, pron, poss = person["name"], person["pron"], person["poss"]
+    surname = name.split()[1]
+    out: list[tuple[str, str]] = []
+    first = stints[0].start
+    youth = rng.randint(born + 12, first - 2) if first - 2 >= born + 12 else None
+    if youth is not None:
+        k = rng.randint(1, max(1, first - 1 - youth))
+        org = rng.choice(stints).org
+        out.append(
+            (
+                "youth",
+                f"As a teenager in {youth}, {name} wrote to {org} asking for a trial and was turned "
+                f"away. {_offset_phrase(rng, k)} {pron} tried again, with no better luck. "
+                + _sentence(rng, rng.choice(_FILLER), name, pron, poss, person["topic"]),
+            )
+        )
+    done = stints[-1]
+    if not done.current and done.end + 1 < QUERY_TIME.year - 1:
+        year = rng.randint(done.end + 1, QUERY_TIME.year - 2)
+        org = rng.choice(stints).org
+        k = rng.randint(1, 6)
+        out.append(
+            (
+                "later",
+                f"After {poss} last post, {surname} settled in {rng.choice(_PLACES)}. In {year} "
+                f"{pron} was guest of honour at {org}, and {_offset_phrase(rng, k).lower()} "
+                f"{pron} gave a public talk there about {poss} old colleagues.",
+            )
+        )
+    return out
+
+
+def _prose_person(
+    rng: random.Random, domain_index: int, used: set[str], recent: bool
+) -> tuple[list[tuple[str, str]], list[tuple[str, int, str]]]:
+    """([(paragraph_key, text)], [(question, category, paragraph_key)]) for one person: a span
+    lead (the evidence of the birthplace question only), career chapters of one to three stints
+    told by offsets, paragraphs about the same person in other years, a personal paragraph."""
+    domain = _DOMAINS[domain_index]
+    name = _name(rng, used)
+    female = rng.random() < 0.5
+    pron, poss = ("she", "her") if female else ("he", "his")
+    born = rng.randint(1940, 1975)
+    place = rng.choice(_PLACES)
+    topic = rng.choice(_TOPICS)
+    person = {"name": name, "pron": pron, "poss": poss, "topic": topic}
+    surname = name.split()[1]
+    stints = _career(rng, domain, born, recent)
+    kind = domain.kind.format(role=rng.choice(_ROLES[domain_index]), topic=topic)
+    orgs = (
+        ", ".join(s.org for s in stints[:-1]) + f" and {stints[-1].org}" if len(stints) > 1 else stints[0].org
+    )
+    lead = rng.choice(_PROSE_SPAN).format(
+        name=name,
+        born=born,
+        kind=kind,
+        first=stints[0].start,
+        last=stints[-1].end,
+        place=place,
+        pron=pron,
+        n_orgs=_NUMBER_WORDS[len(stints) - 2] if len(stints) >= 2 else "one",
+        orgs=orgs,
+    )
+    tail = _sentence(rng, rng.choice(_PROSE_SPAN_TAIL), name, pron, poss, topic)
+    if place not in lead:
+        tail += f" {pron.capitalize()} grew up in {place}."
+    paragraphs: list[tuple[str, str]] = [("lead", f"{lead} {tail}")]
+    questions: list[tuple[str, int, str]] = []
+    i = 0
+    while i < len(stints):
+        size = rng.randint(1, 3)
+        chapter = stints[i : i + size]
+        key = f"chapter{i}"
+        covered = {y for s in chapter for y in range(s.start, s.end + 1)}
+        outside = [y for s in stints for y in range(s.start + 1, s.end) if y not in covered]
+        text, told = _prose_chapter(rng, domain, person, chapter, outside)
+        paragraphs.append((key, text))
+        for stint in chapter:
+            inner = list(range(stint.start + 1, stint.end))
+            if stint.current:
+                questions.append((domain.ask_join.format(name=name, when="last year"), 3, key))
+                continue
+            if not inner:
+                continue
+            told_inner = [y for y in told if y in inner]
+            year = rng.choice(told_inner) if told_inner and rng.random() < 0.5 else rng.choice(inner)
+            questions.append((rng.choice(domain.ask).format(name=name, when=f"in {year}"), 1, key))
+        i += size
+    paragraphs.extend(_prose_elsewhere(rng, person, stints, born))
+    married = rng.randint(stints[0].start, stints[-1].end)
+    k = rng.randint(1, 4)
+    paragraphs.append(
+        (
+            "personal",
+            f"{surname} married in {married}; {_offset_phrase(rng, k).lower()} the couple moved to "
+            f"{rng.choice(_PLACES)}. " + _sentence(rng, rng.choice(_FILLER), name, pron, poss, topic),
+        )
+    )
+    questions.append((f"Where was {name} born?", 4, "lead"))
+    return paragraphs, questions
+
+
+def _prose_bank(rng: random.Random, index: int, prefix: str) -> Conversation:
+    used: set[str] = set()
+    turns: list[Turn] = []
+    questions: list[Question] = []
+    for p in range(PEOPLE_PER_BANK):
+        paragraphs, qs = _prose_person(rng, p % len(_DOMAINS), used, recent=rng.random() < 0.2)
+        for key, text in paragraphs:
+            turns.append(
+                Turn(dia_id=f"B{index}:P{p}:{key}", speaker="", text=text, session=p, mentioned_at=INGESTED)
+            )
+        for question, category, key in qs:
+            questions.append(
+                Question(question=question, category=category, evidence=(f"B{index}:P{p}:{key}",))
+            )
+    return Conversation(
+        index=index,
+        sample_id=f"{prefix}-{index}",
+        turns=tuple(turns),
+        questions=tuple(questions),
+        query_time=QUERY_TIME,
+    )
+
+
+def _prose(seed: int, banks: int, prefix: str) -> list[Conversation]:
+    rng = random.Random(seed)
+    return [_prose_bank(rng, i, prefix) for i in range(banks)]
+
+
 def _bank(
     rng: random.Random, index: int, prefix: str, hard: bool = False, long: bool = False
 ) -> Conversation:
@@ -730,6 +976,11 @@ DATASETS: dict[str, Callable[[], list[Conversation]]] = {
     # same generator, another seed: training rows for the learned reranker's date features,
     # never scored
     "dated-train": lambda: _dated(SEED + 1, 3, "dated-train"),
+    # careers told by offsets, introductions spanning a whole career, evidence writing other
+    # years, the same person in other years (_prose_person): training rows for the learned
+    # reranker's window-year columns beside dated-train, never scored; its own seed and
+    # templates, nothing from benchmarks/wiki_paragraphs.py
+    "dated-prose-train": lambda: _prose(SEED + 3, 3, "dated-prose-train"),
     # "When did X ...?" over a journal of short dated notes (benchmarks/when_questions.py):
     # evaluation only, never trained or tuned on
     "when-notes": lambda: when_notes(),

@@ -100,3 +100,46 @@ def test_when_notes_evidence_states_a_time_and_its_distractors_do_not() -> None:
         undated = [t for k, t in by_id.items() if k.startswith(q.evidence[0] + ":u")]
         assert undated and all(" ".join(name) in t.text for t in undated)
         assert all(parser.event_window(t.text, t.mentioned_at) is None for t in undated)
+
+
+def _sentences(name: str) -> set[str]:
+    return {
+        s.strip() for c in D.build_dataset(name) for t in c.turns for s in re.split(r"(?<=\.)\s+", t.text)
+    }
+
+
+def test_prose_train_is_deterministic_and_well_formed() -> None:
+    a, b = D.build_dataset("dated-prose-train"), D.build_dataset("dated-prose-train")
+    assert [t.text for c in a for t in c.turns] == [t.text for c in b for t in c.turns]
+    for conv in a:
+        ids = {t.dia_id for t in conv.turns}
+        assert len(ids) == len(conv.turns)
+        for q in conv.questions:
+            assert len(q.evidence) == 1 and q.evidence[0] in ids
+            assert q.category in {1, 3, 4}
+
+
+def test_prose_train_tells_stints_by_offsets_and_leads_span_the_career() -> None:
+    """What dated-train lacks: evidence telling its stint by an offset from an earlier year
+    (told_years reads more years than the text writes), and a lead whose range brackets every
+    year asked about the person without being the evidence of any."""
+    from shared_core.recall.text_years import told_years, written_years
+
+    by_offset = 0
+    year_questions = [q for c in D.build_dataset("dated-prose-train") for q in c.questions if q.category == 1]
+    text = {t.dia_id: t.text for c in D.build_dataset("dated-prose-train") for t in c.turns}
+    assert len(year_questions) > 200
+    for q in year_questions:
+        year = int(re.findall(r"\b(1[89]\d\d|20\d\d)\b", q.question)[-1])
+        gold = text[q.evidence[0]]
+        assert min(told_years(gold)) < year  # its stint starts before the asked year
+        by_offset += year in told_years(gold) and year not in written_years(gold)
+        lead = text[q.evidence[0].rsplit(":", 1)[0] + ":lead"]
+        lead_years = sorted(written_years(lead))
+        assert lead_years[-2] < year < lead_years[-1] + 1 and q.evidence[0] != lead
+    assert by_offset > 20  # the asked year told only by an offset
+
+
+def test_prose_train_shares_no_sentence_with_the_wiki_sets() -> None:
+    """The wiki sets score what training on this set learns: no sentence of theirs is in it."""
+    assert not _sentences("dated-prose-train") & (_sentences("wiki-dev") | _sentences("wiki-test"))

@@ -596,3 +596,28 @@ def test_without_offset_phrases_the_year_features_are_the_written_years_ones(tex
         if not offsets(text):
             old = _year_features(written_years(text), _window_years(YEAR_2005))
             assert tuple(float(rows[i, FEATURE_NAMES.index(n)]) for n in names) == old
+
+
+def test_a_year_implied_by_an_offset_lifts_a_paragraph_above_the_same_person_in_other_years() -> None:
+    """Encyclopedia prose tells a later stint by an offset ("Four years later ..."): of two
+    paragraphs about the person asked about, alike in length and words, the one whose offset
+    implies the asked year scores higher than the one about other years, though it comes later
+    in the fused list (the shipped model, trained with dated-prose-train rows whose stints are
+    told that way). Without the implied year neither text tells a year of the window and the
+    earlier one would win."""
+    scorer = _candidate_model()
+    q = QuerySignals.from_query("Which team did Oskar Vell play for in 2005?", YEAR_2005)
+    other = _candidate(
+        0,
+        text="In 1990 Oskar Vell signed for Dunmere Athletic. "
+        "Three years later he moved to Sporting Velmora.",
+    )
+    implied = _candidate(
+        1, text="In 2001 Oskar Vell signed for Brackwater Rovers. Four years later he moved to FC Almsted."
+    )
+    s_other, s_implied = scorer.score(q, [other, implied])
+    assert s_implied > s_other
+    # the offset is what tells the year: the same texts without it score in list order
+    q_plain = QuerySignals.from_query("Which team did Oskar Vell play for?", None)
+    s_other, s_implied = scorer.score(q_plain, [other, implied])
+    assert s_other > s_implied
