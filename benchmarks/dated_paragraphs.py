@@ -39,7 +39,7 @@ import datetime as dt
 import os
 import random
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -904,10 +904,34 @@ def _prose_person(
 
 def _prose_bank(rng: random.Random, index: int, prefix: str) -> Conversation:
     used: set[str] = set()
+    return _people_bank(
+        index,
+        prefix,
+        (
+            _prose_person(rng, p % len(_DOMAINS), used, recent=rng.random() < 0.2)
+            for p in range(PEOPLE_PER_BANK)
+        ),
+    )
+
+
+def _prose(seed: int, banks: int, prefix: str) -> list[Conversation]:
+    rng = random.Random(seed)
+    return [_prose_bank(rng, i, prefix) for i in range(banks)]
+
+
+def _people_bank(
+    index: int,
+    prefix: str,
+    people: Iterable[tuple[Sequence[tuple[str, str]], Sequence[tuple[str, int, str]]]],
+) -> Conversation:
+    """One bank of ``people``, each (paragraphs as (key, text), questions as (question,
+    category, key)): a person's paragraphs are one article (document, "session"), so
+    conversation context at retain joins a paragraph to the previous paragraph of the same
+    biography, never to another person's. ``people`` is read in order, one person at a time (the
+    generators draw from one seeded RNG)."""
     turns: list[Turn] = []
     questions: list[Question] = []
-    for p in range(PEOPLE_PER_BANK):
-        paragraphs, qs = _prose_person(rng, p % len(_DOMAINS), used, recent=rng.random() < 0.2)
+    for p, (paragraphs, qs) in enumerate(people):
         for key, text in paragraphs:
             turns.append(
                 Turn(dia_id=f"B{index}:P{p}:{key}", speaker="", text=text, session=p, mentioned_at=INGESTED)
@@ -925,37 +949,17 @@ def _prose_bank(rng: random.Random, index: int, prefix: str) -> Conversation:
     )
 
 
-def _prose(seed: int, banks: int, prefix: str) -> list[Conversation]:
-    rng = random.Random(seed)
-    return [_prose_bank(rng, i, prefix) for i in range(banks)]
-
-
 def _bank(
     rng: random.Random, index: int, prefix: str, hard: bool = False, long: bool = False
 ) -> Conversation:
     used: set[str] = set()
-    turns: list[Turn] = []
-    questions: list[Question] = []
-    # One article (document, "session") per person: conversation context at retain joins a
-    # paragraph to the previous paragraph of the same biography, never to another person's.
-    for p in range(PEOPLE_PER_BANK):
-        _, paragraphs, qs = _person(
-            rng, p % len(_DOMAINS), used, recent=rng.random() < 0.25, hard=hard, long=long
-        )
-        for key, text in paragraphs:
-            turns.append(
-                Turn(dia_id=f"B{index}:P{p}:{key}", speaker="", text=text, session=p, mentioned_at=INGESTED)
-            )
-        for question, category, key in qs:
-            questions.append(
-                Question(question=question, category=category, evidence=(f"B{index}:P{p}:{key}",))
-            )
-    return Conversation(
-        index=index,
-        sample_id=f"{prefix}-{index}",
-        turns=tuple(turns),
-        questions=tuple(questions),
-        query_time=QUERY_TIME,
+    return _people_bank(
+        index,
+        prefix,
+        (
+            _person(rng, p % len(_DOMAINS), used, recent=rng.random() < 0.25, hard=hard, long=long)[1:]
+            for p in range(PEOPLE_PER_BANK)
+        ),
     )
 
 
