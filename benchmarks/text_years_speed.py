@@ -73,7 +73,7 @@ def _score(scorer: LearnedScorer, query: QuerySignals, cands: Sequence[Candidate
     return scorer.probabilities(rows, seeds, {})
 
 
-def _written(years: dict[int, list[int]], candidates: Any) -> dict[int, list[int]]:
+def _written(years: dict[int, list[int]], candidates: Any, written: Any = None) -> dict[int, list[int]]:
     return years  # the code before text_years: the written years only
 
 

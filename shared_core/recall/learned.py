@@ -624,7 +624,8 @@ def featurize(query: QuerySignals, candidates: Sequence[CandidateSignals]) -> np
         cover = [query.coverage(c.text.lower()) for c in candidates]
         put([t for t, _ in cover])
         put([m for _, m in cover])
-    years = _years(scan) if query.window is not None or query.asks_when else {}
+    written = _written(scan) if query.window is not None or query.asks_when else {}
+    years = {i: [year for _, year in found] for i, found in written.items()}
     window = query.window
     tight: npt.NDArray[np.float64] | None = None
     if window is not None:
@@ -633,7 +634,7 @@ def featurize(query: QuerySignals, candidates: Sequence[CandidateSignals]) -> np
         put(undated)
         stated = np.zeros((3, n))
         bounds = _window_years(window)
-        for i, told in _told(years, candidates).items():
+        for i, told in _told(years, candidates, written).items():
             stated[:, i] = _year_features(told, bounds)
         put(stated[0])
         put(stated[1])
@@ -754,21 +755,31 @@ def _log1p(position: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
 
 
 def _years(scan: TextScan) -> dict[int, list[int]]:
-    """The years each text writes (texts writing none left out), as :data:`_YEAR` finds them:
-    a match starts at a word start and ends at a word end, so it is a 4-character word
-    (a run of ``\\w``) starting with 1 or 2 that the pattern matches whole."""
-    years: dict[int, list[int]] = {}
-    for i, run in scan.runs(4, "12"):
-        if _YEAR.fullmatch(run):
-            years.setdefault(i, []).append(int(run))
-    return years
+    """The years each text writes (texts writing none left out), as :data:`_YEAR` finds them
+    (:meth:`TextScan.years`)."""
+    return {i: [year for _, year in found] for i, found in _written(scan).items()}
 
 
-def _told(years: dict[int, list[int]], candidates: Sequence[CandidateSignals]) -> dict[int, list[int]]:
+def _written(scan: TextScan) -> dict[int, list[tuple[int, int]]]:
+    """(where in the text, year) of the years each text writes (texts writing none left out):
+    :func:`_years` with the places :func:`_told` hands on, so that
+    :func:`~shared_core.recall.text_years.with_implied` need not find them again."""
+    written: dict[int, list[tuple[int, int]]] = {}
+    for i, where, year in scan.years():
+        written.setdefault(i, []).append((where, year))
+    return written
+
+
+def _told(
+    years: dict[int, list[int]],
+    candidates: Sequence[CandidateSignals],
+    written: dict[int, list[tuple[int, int]]] | None = None,
+) -> dict[int, list[int]]:
     """:func:`_years` with the years implied by offsets added (:func:`told_years`). Only a text
     writing a year can imply one (an offset needs an anchor), and only one holding an offset's
     words (:func:`shared_core.recall.text_years.may_imply`: a few substring tests) is read
-    again, so the texts left out stay out and chat lists cost next to nothing more."""
+    again, so the texts left out stay out and chat lists cost next to nothing more. ``written``
+    (:func:`_written` of the same scan) gives the places of the years, found once."""
     told = years
     for i in years:
         text = candidates[i].text
@@ -776,7 +787,7 @@ def _told(years: dict[int, list[int]], candidates: Sequence[CandidateSignals]) -
         if found:
             if told is years:
                 told = dict(years)
-            told[i] = with_implied(text, found)
+            told[i] = with_implied(text, found, None if written is None else written[i])
     return told
 
 

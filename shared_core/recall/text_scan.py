@@ -23,6 +23,7 @@ The per-text regexes stay the spec; ``tests/unit/test_learned_recorded.py`` comp
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -33,6 +34,8 @@ import numpy.typing as npt
 __all__ = ["TextScan"]
 
 _SEP: Final = "\n"
+# The year pattern of learned._YEAR and text_years.YEAR (for the runs numpy cannot read alone).
+_YEAR: Final = re.compile(r"\b(1[5-9]\d\d|20\d\d)\b")
 
 
 def _is_word(ch: str) -> bool:
@@ -276,3 +279,38 @@ class TextScan:
         texts = np.searchsorted(self._original_starts, pick, side="right") - 1
         pairs = zip(texts.tolist(), pick.tolist(), strict=True)
         return [(t, self._original[p : p + length]) for t, p in pairs]
+
+    def years(self) -> list[tuple[int, int, int]]:
+        r"""(text index, where in the text, year) of every year ``(1[5-9]\d\d|20\d\d)``
+        finds in the original texts, in text order: a match starts at a word start and ends
+        at a word end, so it is a 4-character run starting with 1 or 2 that the pattern
+        matches whole. Runs of four ASCII digits (nearly all) are read as numbers in numpy;
+        any other run (a non-ASCII digit, which ``\d`` and ``int`` also read) by the regex.
+
+        >>> TextScan.of(["In 2003, 12005, 1499 or x1999", "(2010) and 19\u0669\u0660"]).years()
+        [(0, 3, 2003), (1, 1, 2010), (1, 11, 1990)]
+        """
+        start, size = self._original_runs
+        pick = start[size == 4]
+        heads = self._original_codes[pick]
+        pick = pick[(heads == ord("1")) | (heads == ord("2"))]
+        if not len(pick):  # most chat lists: no year at all
+            return []
+        digits = self._original_codes[pick[:, None] + np.arange(4)].astype(np.intp) - ord("0")
+        other = ((digits < 0) | (digits > 9)).any(axis=1)  # not four ASCII digits: the regex decides
+        value = digits @ np.array([1000, 100, 10, 1], dtype=np.intp)
+        keep = other | ((value >= 1500) & (value <= 2099))
+        pick, value, other = pick[keep], value[keep], other[keep]
+        texts = np.searchsorted(self._original_starts, pick, side="right") - 1
+        where = pick - self._original_starts[texts]
+        out = []
+        for t, p, w, v, odd in zip(
+            texts.tolist(), pick.tolist(), where.tolist(), value.tolist(), other.tolist(), strict=True
+        ):
+            if odd:
+                run = self._original[p : p + 4]
+                if _YEAR.fullmatch(run) is None:
+                    continue
+                v = int(run)
+            out.append((t, w, v))
+        return out

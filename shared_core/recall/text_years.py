@@ -214,9 +214,13 @@ def _written_at(text: str) -> list[tuple[int, int]]:
     return out
 
 
-def with_implied(text: str, found: Sequence[tuple[int, int]]) -> list[int]:
+def with_implied(
+    text: str, found: Sequence[tuple[int, int]], written: Sequence[tuple[int, int]] | None = None
+) -> list[int]:
     """:func:`told_years` of ``text`` given its :func:`offsets` ``found`` (for a caller that
-    tests for offsets first and keeps the written years it has when there are none).
+    tests for offsets first and keeps the written years it has when there are none), and
+    optionally the (where, year) of its written years, as :func:`_written_at` finds them (a
+    caller that found them already: the learned reranker's text scan).
 
     >>> text = "In 2003 he joined. A year later he left."
     >>> with_implied(text, offsets(text))
@@ -225,7 +229,9 @@ def with_implied(text: str, found: Sequence[tuple[int, int]]) -> list[int]:
     quotes = [m.span() for m in _QUOTE.finditer(text)] if '"' in text or "“" in text else []
     asides = [m.span() for m in _ASIDE.finditer(text)]
     # (position, year or None, offset or None) in text order
-    events: list[tuple[int, int | None, int | None]] = [(at, year, None) for at, year in _written_at(text)]
+    events: list[tuple[int, int | None, int | None]] = [
+        (at, year, None) for at, year in (_written_at(text) if written is None else written)
+    ]
     events += [(where, None, offset) for where, offset in found]
     events.sort(key=lambda e: e[0])
     anchor: dict[int, int] = {}  # timeline (quote index, -1 outside) -> its latest year

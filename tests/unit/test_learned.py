@@ -621,3 +621,40 @@ def test_a_year_implied_by_an_offset_lifts_a_paragraph_above_the_same_person_in_
     q_plain = QuerySignals.from_query("Which team did Oskar Vell play for?", None)
     s_other, s_implied = scorer.score(q_plain, [other, implied])
     assert s_other > s_implied
+
+
+@given(
+    st.lists(
+        st.lists(
+            st.sampled_from(
+                [
+                    *_PIECES,
+                    "(born ",
+                    ", founded in ",
+                    "19\u0669\u0660",
+                    "2\u0660",
+                    "1\u0665",
+                    "é",
+                    "_",
+                    "\xa0",
+                ]
+            ),
+            max_size=40,
+        ).map("".join),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_the_scans_year_places_are_the_year_regexs_and_imply_the_same_years(texts: list[str]) -> None:
+    # featurize hands the scan's (where, year) to with_implied instead of its finding them again
+    from shared_core.recall.learned import _written
+    from shared_core.recall.text_scan import TextScan
+    from shared_core.recall.text_years import YEAR, offsets, told_years, with_implied
+
+    written = _written(TextScan.of(texts))
+    for i, text in enumerate(texts):
+        expected = [(m.start(), int(m[0])) for m in YEAR.finditer(text)]
+        assert written.get(i, []) == expected
+        found = offsets(text)
+        if found:
+            assert with_implied(text, found, written[i]) == told_years(text)

@@ -100,6 +100,9 @@ def test_the_scan_gives_the_per_text_numbers(seed: int, alphabet: str) -> None:
         (i, m.group()) for i, t in enumerate(texts) for m in four.finditer(t) if m.group()[0] in "12"
     ]
     assert scan.runs(4, "12") == expected_runs
+    year = re.compile(r"\b(1[5-9]\d\d|20\d\d)\b")
+    expected_years = [(i, m.start(), int(m[0])) for i, t in enumerate(texts) for m in year.finditer(t)]
+    assert scan.years() == expected_years
 
 
 def test_no_texts_and_empty_texts() -> None:
@@ -108,6 +111,7 @@ def test_no_texts_and_empty_texts() -> None:
     assert scan.words.tolist() == [0, 0, 1]
     assert scan.prefix_cover(["abc"]).tolist() == [0.0, 0.0, 0.0]
     assert scan.runs(4, "12") == []
+    assert scan.years() == []
 
 
 def test_which_representation() -> None:
