@@ -23,6 +23,7 @@ The per-text regexes stay the spec; ``tests/unit/test_learned_recorded.py`` comp
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -118,6 +119,21 @@ def _class_bytes(extra: Sequence[int]) -> bytes:
     return bytes(table)
 
 
+def _same_words(extra: Sequence[int]) -> bool:
+    """Whether each character of ``extra`` (each lowering to one character) is a word character
+    exactly when its lower case is: then lower-casing moves no run's edges.
+
+    >>> _same_words([ord("É"), ord("Ü")])
+    True
+    """
+    return all(map(_keeps_word, extra))
+
+
+@functools.lru_cache(maxsize=4096)  # the distinct non-ASCII characters recall's texts hold: few
+def _keeps_word(cp: int) -> bool:
+    return _is_word(chr(cp)) == _is_word(chr(cp).lower())
+
+
 def _framed(mask: _Bools) -> _Bools:
     return np.concatenate(([False], mask, [False]))
 
@@ -174,7 +190,10 @@ class TextScan:
             kind = np.frombuffer((b"\n" + raw + b"\n").translate(_class_bytes(raw_extra)), np.uint8)
             nonspace = (kind >> 1).view(np.bool_)
             original_runs = runs = _runs((kind & 1).view(np.bool_))
-            if raw_extra:  # lower-casing ASCII keeps every word character, not always the others
+            # Lower-casing ASCII keeps every word character; the others are checked (in this
+            # Python's Unicode tables none that lowers to one character changes, so the lowered
+            # runs are the original ones and the second pass over the text is skipped)
+            if raw_extra and not _same_words(raw_extra):
                 low_kind = np.frombuffer((b"\n" + low + b"\n").translate(_class_bytes(extra)), np.uint8)
                 runs = _runs((low_kind & 1).view(np.bool_))
             original = np.frombuffer(raw, dtype=np.uint8)
