@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import numpy as np
 from dated_paragraphs import CATEGORIES
 from reranker_data import DEFAULT_DATA_DIR, data_file
+from text_years_speed import written_only
 from train_reranker import LOCOMO_CATEGORIES, QuestionData, evaluate, load
 from wiki_diagnose import marked
 
@@ -37,13 +38,9 @@ SETS: tuple[tuple[str, str, tuple[int, ...]], ...] = (
 )
 
 
-def _written(years: dict[int, list[int]], candidates: Any) -> dict[int, list[int]]:
-    return years  # the code before text_years: the written years only
-
-
 def _load(dataset: str, banks: Sequence[int], data_dir: Path, old: bool) -> list[QuestionData]:
     new_told = learned._told
-    learned._told = _written if old else new_told  # type: ignore[assignment]
+    learned._told = written_only if old else new_told  # type: ignore[assignment]
     try:
         return load(dataset, banks, data_dir)
     finally:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, get_args
@@ -37,6 +36,7 @@ from shared_core.config import (
 )
 from shared_core.errors import ConfigurationError
 from shared_core.recall.fusion import FusedCandidate
+from shared_core.recall.text_years import YEAR
 from shared_core.slots import builder
 from shared_core.timeutil import add_months
 from shared_core.types import DateGrain, MemoryRecord, ScoreBreakdown, TimeWindow, as_utc
@@ -132,9 +132,6 @@ def effective_date(
 _UTC = _dt.UTC
 
 
-_YEAR = re.compile(r"\b(1[5-9]\d\d|20\d\d)\b")
-
-
 def _window_years(window: TimeWindow) -> tuple[int, int]:
     # a window that ends at midnight on Jan 1 belongs to the year before
     end = window.end - _dt.timedelta(microseconds=1) if window.end > window.start else window.end
@@ -155,7 +152,7 @@ def stated_time_match(text: str, window: TimeWindow) -> float:
     ...                                    "Returned in 2011.", "No date.")]
     [1.0, 1.0, 0.0, 0.0]
     """
-    years = {int(y) for y in _YEAR.findall(text)}
+    years = {int(y) for y in YEAR.findall(text)}
     if not years:
         return 0.0
     lo, hi = _window_years(window)

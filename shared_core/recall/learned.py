@@ -67,7 +67,7 @@ from shared_core.recall.arms.temporal import temporal_proximity
 from shared_core.recall.boosts import _grain_end, effective_date
 from shared_core.recall.inflections import inflection_group
 from shared_core.recall.text_scan import TextScan
-from shared_core.recall.text_years import offsets, told_years, with_implied
+from shared_core.recall.text_years import YEAR, offsets, told_years, with_implied
 from shared_core.types import ARM_NAMES, ArmName, DateGrain, TimeWindow, as_utc
 
 __all__ = [
@@ -89,7 +89,6 @@ __all__ = [
 _WEIGHTS_FILE: Final = "learned_reranker.json"
 _RRF_K: Final = 60.0
 _WORD = re.compile(r"[^\W_]+")
-_YEAR = re.compile(r"\b(1[5-9]\d\d|20\d\d)\b")
 _STOP_WORDS = """a an the and or but if of to in on at by for with from about as into over after
 before is are was were be been being am do does did done have has had having i me my we our you
 your he him his she her it its they them their this that these those what which who whom whose
@@ -453,7 +452,7 @@ def _row(
         # the years it writes plus those its offsets imply ("three years later")
         stated, spans, tight = _year_features(told_years(c.text), _window_years(window))
     dated = c.occurred_start is not None or c.occurred_end is not None
-    when_year = query.asks_when and _YEAR.search(c.text) is not None
+    when_year = query.asks_when and YEAR.search(c.text) is not None
     length = math.log(min(max(len(c.text.split()), _MIN_WORDS), _MAX_WORDS))
     graph = min(max(c.arm_scores.get("graph", 0.0), 0.0), 3.0) / 3.0
     # Without a window the temporal arm answers a "when" question: its rank among the matching
@@ -625,7 +624,6 @@ def featurize(query: QuerySignals, candidates: Sequence[CandidateSignals]) -> np
         put([t for t, _ in cover])
         put([m for _, m in cover])
     written = _written(scan) if query.window is not None or query.asks_when else {}
-    years = {i: [year for _, year in found] for i, found in written.items()}
     window = query.window
     tight: npt.NDArray[np.float64] | None = None
     if window is not None:
@@ -634,7 +632,7 @@ def featurize(query: QuerySignals, candidates: Sequence[CandidateSignals]) -> np
         put(undated)
         stated = np.zeros((3, n))
         bounds = _window_years(window)
-        for i, told in _told(years, candidates, written).items():
+        for i, told in _told(written, candidates).items():
             stated[:, i] = _year_features(told, bounds)
         put(stated[0])
         put(stated[1])
@@ -644,7 +642,7 @@ def featurize(query: QuerySignals, candidates: Sequence[CandidateSignals]) -> np
     if query.asks_when:
         put(dated)
         has_year = np.zeros(n)
-        has_year[list(years)] = 1.0
+        has_year[list(written)] = 1.0
         put(has_year)
     else:
         col += 2
@@ -754,16 +752,10 @@ def _log1p(position: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     return np.array([math.log1p(p) for p in position.tolist()])
 
 
-def _years(scan: TextScan) -> dict[int, list[int]]:
-    """The years each text writes (texts writing none left out), as :data:`_YEAR` finds them
-    (:meth:`TextScan.years`)."""
-    return {i: [year for _, year in found] for i, found in _written(scan).items()}
-
-
 def _written(scan: TextScan) -> dict[int, list[tuple[int, int]]]:
-    """(where in the text, year) of the years each text writes (texts writing none left out):
-    :func:`_years` with the places :func:`_told` hands on, so that
-    :func:`~shared_core.recall.text_years.with_implied` need not find them again."""
+    """(where in the text, year) of the years each text writes, as :data:`YEAR` finds them
+    (:meth:`TextScan.years`; texts writing none left out): the places :func:`_told` hands on,
+    so that :func:`~shared_core.recall.text_years.with_implied` need not find them again."""
     written: dict[int, list[tuple[int, int]]] = {}
     for i, where, year in scan.years():
         written.setdefault(i, []).append((where, year))
@@ -771,23 +763,18 @@ def _written(scan: TextScan) -> dict[int, list[tuple[int, int]]]:
 
 
 def _told(
-    years: dict[int, list[int]],
-    candidates: Sequence[CandidateSignals],
-    written: dict[int, list[tuple[int, int]]] | None = None,
+    written: dict[int, list[tuple[int, int]]], candidates: Sequence[CandidateSignals]
 ) -> dict[int, list[int]]:
-    """:func:`_years` with the years implied by offsets added (:func:`told_years`). Only a text
-    writing a year can imply one (an offset needs an anchor), and only one holding an offset's
-    words (:func:`shared_core.recall.text_years.may_imply`: a few substring tests) is read
-    again, so the texts left out stay out and chat lists cost next to nothing more. ``written``
-    (:func:`_written` of the same scan) gives the places of the years, found once."""
-    told = years
-    for i in years:
+    """The years each text tells (:func:`told_years`), from what it writes (``written``, the
+    :func:`_written` of the candidates' scan). Only a text writing a year can imply one (an
+    offset needs an anchor), and only one holding an offset's words
+    (:func:`shared_core.recall.text_years.may_imply`: a few substring tests) is read again, so
+    the texts left out stay out and chat lists cost next to nothing more."""
+    told: dict[int, list[int]] = {}
+    for i, found_years in written.items():
         text = candidates[i].text
         found = offsets(text)  # [] at once for a text without "year", "season" or "decade"
-        if found:
-            if told is years:
-                told = dict(years)
-            told[i] = with_implied(text, found, None if written is None else written[i])
+        told[i] = with_implied(text, found, found_years) if found else [year for _, year in found_years]
     return told
 
 

@@ -24,7 +24,6 @@ The per-text regexes stay the spec; ``tests/unit/test_learned_recorded.py`` comp
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -32,11 +31,11 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
+from shared_core.recall.text_years import YEAR
+
 __all__ = ["TextScan"]
 
 _SEP: Final = "\n"
-# The year pattern of learned._YEAR and text_years.YEAR (for the runs numpy cannot read alone).
-_YEAR: Final = re.compile(r"\b(1[5-9]\d\d|20\d\d)\b")
 
 
 def _is_word(ch: str) -> bool:
@@ -328,7 +327,7 @@ class TextScan:
         ):
             if odd:
                 run = self._original[p : p + 4]
-                if _YEAR.fullmatch(run) is None:
+                if YEAR.fullmatch(run) is None:  # the runs numpy cannot read alone
                     continue
                 v = int(run)
             out.append((t, w, v))

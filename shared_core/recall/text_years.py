@@ -50,7 +50,8 @@ from typing import Final
 
 __all__ = ["YEAR", "may_imply", "offsets", "told_years", "with_implied", "written_years"]
 
-#: A year as the learned reranker reads it (the same pattern as ``learned._YEAR``).
+#: A year as the learned reranker and the boosts read it (the one pattern: learned.py,
+#: text_scan.py and boosts.py use it).
 YEAR: Final = re.compile(r"\b(1[5-9]\d\d|20\d\d)\b")
 
 _NUMBER_WORDS: Final = (  # noqa: SIM905
@@ -162,7 +163,7 @@ def _offset_at(text: str, start: int, stop: int, years: int, plural: bool) -> in
 
 
 def written_years(text: str) -> list[int]:
-    """The years ``text`` writes, in order (what ``learned._YEAR`` finds).
+    """The years ``text`` writes, in order (what :data:`YEAR` finds).
 
     >>> written_years("From 1998 to 2002, then 2004–05.")
     [1998, 2002, 2004]
