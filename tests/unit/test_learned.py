@@ -26,6 +26,7 @@ from shared_core.recall.learned import (
     speaker_names,
 )
 from shared_core.types import TimeWindow
+from tests.unit.offset_pieces import OFFSET_PIECES
 
 YEAR_2005 = TimeWindow(start=dt.datetime(2005, 1, 1), end=dt.datetime(2005, 12, 31, 23, 59), grain="year")
 
@@ -566,23 +567,7 @@ def test_implied_years_read_alike_in_the_vectorised_and_per_candidate_paths() ->
             assert np.array_equal(featurize(q, cands), _featurize_rows(q, cands))
 
 
-_PIECES = [*"abcdefghijklmnopqrstuvwxyz ,.;()\"'-0123456789“”"]
-_PIECES += [
-    "19",
-    "20",
-    "2003",
-    "2005",
-    "1999",
-    " years ",
-    " later ",
-    " the ",
-    " following ",
-    " season",
-    " a ",
-]
-
-
-@given(st.lists(st.lists(st.sampled_from(_PIECES), max_size=30).map("".join), min_size=1, max_size=6))
+@given(st.lists(st.lists(st.sampled_from(OFFSET_PIECES), max_size=30).map("".join), min_size=1, max_size=6))
 def test_without_offset_phrases_the_year_features_are_the_written_years_ones(texts: list[str]) -> None:
     from shared_core.recall.learned import _featurize_rows, _window_years, _year_features
     from shared_core.recall.text_years import offsets, written_years
@@ -628,7 +613,7 @@ def test_a_year_implied_by_an_offset_lifts_a_paragraph_above_the_same_person_in_
         st.lists(
             st.sampled_from(
                 [
-                    *_PIECES,
+                    *OFFSET_PIECES,
                     "(born ",
                     ", founded in ",
                     "19\u0669\u0660",

@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from shared_core.recall.text_years import offsets, told_years, written_years
+from tests.unit.offset_pieces import OFFSET_PIECES
 
 CASES = [
     # (text, told years) -- offsets anchored on the year before them
@@ -62,21 +63,7 @@ def test_every_written_year_is_kept(text: str) -> None:
         assert year in told
 
 
-_PIECES = [*"abcdefghijklmnopqrstuvwxyz ,.;()\"'-0123456789“”"]
-_PIECES += [
-    "19",
-    "20",
-    "2003",
-    "1999",
-    " years ",
-    " later ",
-    " the ",
-    " following ",
-    " season",
-    " a ",
-    " for ",
-]
-_CHAT = st.lists(st.sampled_from(_PIECES), max_size=40).map("".join)
+_CHAT = st.lists(st.sampled_from(OFFSET_PIECES), max_size=40).map("".join)
 
 
 @given(_CHAT)
@@ -90,7 +77,8 @@ def test_without_an_offset_phrase_the_written_years_come_back(text: str) -> None
 
 @given(
     st.lists(
-        st.sampled_from([*_PIECES, "_", "x", "12003", "1499", "2100", "é", "٣", "2٠", "1٥"]), max_size=40
+        st.sampled_from([*OFFSET_PIECES, "_", "x", "12003", "1499", "2100", "é", "٣", "2٠", "1٥"]),
+        max_size=40,
     ).map("".join)
 )
 def test_the_fast_year_scan_finds_what_the_year_regex_finds(text: str) -> None:
