@@ -36,7 +36,7 @@ from shared_core.config import (
 )
 from shared_core.errors import ConfigurationError
 from shared_core.recall.fusion import FusedCandidate
-from shared_core.recall.text_years import YEAR
+from shared_core.recall.text_years import told_years
 from shared_core.slots import builder
 from shared_core.timeutil import add_months
 from shared_core.types import DateGrain, MemoryRecord, ScoreBreakdown, TimeWindow, as_utc
@@ -139,20 +139,28 @@ def _window_years(window: TimeWindow) -> tuple[int, int]:
 
 
 def stated_time_match(text: str, window: TimeWindow) -> float:
-    """Whether a memory's own words put it in ``window``: 1 if the text writes a year of the
-    window, or writes two or more years whose span holds the window ("joined in 2001 ... left
+    """Whether a memory's own words put it in ``window``: 1 if the text tells a year of the
+    window, or tells two or more years whose span holds the window ("joined in 2001 ... left
     in 2008" for a question about 2005); else 0.
 
     A memory is dated at retain by one date (its most specific mention); a paragraph covering
-    years is about all of them, which only its text says.
+    years is about all of them, which only its text says. The years it tells are those it
+    writes and those its offsets imply ("In 2003 she joined ... Three years later she left":
+    2006; :func:`shared_core.recall.text_years.told_years`), as the learned reranker's year
+    columns read them: encyclopedia prose tells a stint by its start and an offset, and read
+    by its written years alone such a paragraph was boosted down (x0.75) for a question about
+    the year it implies (benchmarks/temporal_ablation.py offline, shipped weights:
+    dated-prose-train R@1 48.6 -> 62.2, wiki-dev 54.0 -> 54.8, LoCoMo 0-4 unchanged;
+    docs/benchmarks/tmp_told_boost.md).
 
     >>> import datetime as dt
     >>> w = TimeWindow(start=dt.datetime(2005, 1, 1), end=dt.datetime(2006, 1, 1))
     >>> [stated_time_match(t, w) for t in ("Joined in 2001, left in 2008.", "In 2005 she won.",
-    ...                                    "Returned in 2011.", "No date.")]
-    [1.0, 1.0, 0.0, 0.0]
+    ...                                    "Returned in 2011.", "No date.",
+    ...                                    "Joined in 2003; two years later she won.")]
+    [1.0, 1.0, 0.0, 0.0, 1.0]
     """
-    years = {int(y) for y in YEAR.findall(text)}
+    years = set(told_years(text))
     if not years:
         return 0.0
     lo, hi = _window_years(window)

@@ -4,7 +4,8 @@ Encyclopedia prose tells a career by its first year and then by offsets: "In 200
 signed for Ajax. Three years later he moved to Inter." Inter is 2006, but only 2003 is
 written, so a question about 2006 finds no year of its window in the paragraph that answers
 it, while a lead writing "active from 1990 until 2010" brackets every year. The learned
-reranker's window-year features (:func:`shared_core.recall.learned._year_features`) read
+reranker's window-year features (:func:`shared_core.recall.learned._year_features`) and the
+temporal boost's stated time (:func:`shared_core.recall.boosts.stated_time_match`) read
 :func:`told_years` so that the implied years count as told.
 
 The rules, kept simple and deterministic:
@@ -50,8 +51,8 @@ from typing import Final
 
 __all__ = ["YEAR", "may_imply", "offsets", "told_years", "with_implied", "written_years"]
 
-#: A year as the learned reranker and the boosts read it (the one pattern: learned.py,
-#: text_scan.py and boosts.py use it).
+#: A year as the learned reranker and the boosts read it (the one pattern: learned.py and
+#: text_scan.py use it, boosts.py through :func:`told_years`).
 YEAR: Final = re.compile(r"\b(1[5-9]\d\d|20\d\d)\b")
 
 _NUMBER_WORDS: Final = (  # noqa: SIM905

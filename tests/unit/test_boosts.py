@@ -321,3 +321,30 @@ def test_the_when_boost_goes_only_to_dated_memories_within_its_reach_of_the_best
     # not a "when" question: no boost at all
     plain = apply_boosts([0.9, 0.7, 0.06, 0.05], inputs, now, False, config)
     assert {s.temporal_boost for s in plain} == {1.0}
+
+
+def test_a_year_the_text_implies_by_an_offset_counts_as_stated() -> None:
+    # Encyclopedia prose tells a stint by its start and an offset: the boost reads the years
+    # the text tells (text_years.told_years), as the learned reranker's year columns do, so
+    # the paragraph telling the move in 2006 is boosted for a question about 2006 like one
+    # writing it, and above one that tells nothing of 2006.
+    window = TimeWindow(
+        start=dt.datetime(2006, 1, 1, tzinfo=dt.UTC), end=dt.datetime(2007, 1, 1, tzinfo=dt.UTC)
+    )
+    implied = "In 2003 she joined the Brevik Opera Orchestra. Three years later she moved to Cardow."
+    written = "In 2003 she joined the Brevik Opera Orchestra. In 2006 she moved to Cardow."
+    other = "In 2003 she joined the Brevik Opera Orchestra. She toured Japan with it."
+    assert stated_time_match(implied, window) == stated_time_match(written, window) == 1.0
+    assert stated_time_match(other, window) == 0.0
+    joined = dt.datetime(2003, 1, 1, tzinfo=dt.UTC)  # dated at retain by its first year
+    inputs = [
+        BoostInput(
+            id=i, occurred_start=joined, temporal_proximity=0.0, stated_time=stated_time_match(t, window)
+        )
+        for i, t in (("other", other), ("implied", implied))
+    ]
+    now = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
+    scored = apply_boosts([0.5, 0.5], inputs, now, True, BoostConfig(recency_alpha=0.0, temporal_alpha=0.5))
+    assert [s.id for s in scored] == ["implied", "other"]
+    # a duration is no offset: "for three years before" implies nothing
+    assert stated_time_match("In 2003 she joined, having studied for three years before.", window) == 0.0
