@@ -23,6 +23,17 @@ NOW = dt.datetime(2024, 6, 1, tzinfo=UTC)
         ("How long ago did they meet?", True),
         ("Where does Mara work?", False),
         ("What does Mara do when it rains?", True),  # a false positive the features must survive
+        # how long a state has held or a thing took, which week, how many units passed: the
+        # answer is when things happened, told by memories stating a time
+        ("How long has Mara worked at Novabank?", True),
+        ("For how long has Nate had his turtles?", True),
+        ("How long did it take Ravi to finish the book?", True),
+        ("How many weeks passed between the two adoptions?", True),
+        ("After how many days did she reply?", True),
+        ("Which week did Tim visit London?", True),
+        ("How long does she usually hold the pose?", False),  # a habit's length, not a time
+        ("How long is the drive to Cremona?", False),
+        ("How many years did he play for Ajax?", False),
     ],
 )
 def test_asks_when(question: str, expected: bool) -> None:
