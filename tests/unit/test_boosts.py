@@ -348,3 +348,27 @@ def test_a_year_the_text_implies_by_an_offset_counts_as_stated() -> None:
     assert [s.id for s in scored] == ["implied", "other"]
     # a duration is no offset: "for three years before" implies nothing
     assert stated_time_match("In 2003 she joined, having studied for three years before.", window) == 0.0
+
+
+def test_only_a_wide_span_of_told_years_around_the_window_is_neutral() -> None:
+    # A career's lead bracketing thirty years says little about 2005; a stint of a few years
+    # around it does (STATED_SPAN_MAX_YEARS): the lead is neither lifted nor pushed down.
+    window = TimeWindow(
+        start=dt.datetime(2005, 1, 1, tzinfo=dt.UTC), end=dt.datetime(2006, 1, 1, tzinfo=dt.UTC)
+    )
+    lead = "Oskar Vell, active from 1990 until 2020, played for four clubs."
+    stint = "Oskar Vell joined Arnholt in 2003 and left in 2008."
+    assert stated_time_match(stint, window) == 1.0
+    assert stated_time_match(lead, window) == 0.5
+    inputs = [
+        BoostInput(
+            id=i,
+            occurred_start=dt.datetime(y, 1, 1, tzinfo=dt.UTC),
+            temporal_proximity=0.0,
+            stated_time=stated_time_match(t, window),
+        )
+        for i, t, y in (("lead", lead, 1990), ("stint", stint, 2003))
+    ]
+    now = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
+    scored = apply_boosts([0.5, 0.5], inputs, now, True, BoostConfig(recency_alpha=0.0, temporal_alpha=0.5))
+    assert [(s.id, s.temporal_boost) for s in scored] == [("stint", 1.25), ("lead", 1.0)]
