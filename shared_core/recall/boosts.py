@@ -142,7 +142,7 @@ def _window_years(window: TimeWindow) -> tuple[int, int]:
 # A text whose years hold the window only across a wide stint ("active from 1990 until 2020",
 # a career's lead) says little about any one year inside it: the stated time is then neutral
 # (0.5), not 1. The learned reranker reads the same width (window_tight_years). Tuned offline
-# on wiki-dev and dated-prose-train (benchmarks/temporal_ablation.py's ranking, shipped
+# on wiki-dev and dated-prose-train (benchmarks/window_boost_variants.py: temporal_ablation's ranking, shipped
 # weights; R@1 / R@10), among 5 / 10 / 20 years / no span at all / any span (before):
 # wiki-dev 54.4 / 94.2, 55.6 / 94.3, 55.6 / 94.2, 46.7 / 94.5, 54.8 / 94.0; dated-prose-train
 # R@1 64.9, 65.8, 64.0, 64.9, 62.2; dated-train R@1 99.1, 100, 100, 96.6, 100; LoCoMo 0-4 the
