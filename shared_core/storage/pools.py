@@ -53,7 +53,15 @@ _SESSION_SETTINGS = sql.SQL(
     "set_config('plan_cache_mode', 'force_custom_plan', false), "
     "set_config('TimeZone', 'UTC', false)"
 )
-_CONCURRENT_WORKERS = 4
+# Threads running the statements a plan hands off (Launch, all but the last of Concurrently), for
+# every caller of the engine. With 4, eight clients' statements queued 72-108 ms a recall for a
+# thread while the pool (8 connections) waited ~2 ms; with 8 the queue moves to the pool (19-28
+# ms) and 8 clients' throughput at 100k rose +12, +6, -6, +7.5, +6% in five interleaved runs
+# (benchmarks/concurrency_ab.py --setup-b, 2026-12-03 09:31-10:33, load 4-10; the two on the
+# least loaded host +7.5 and +6%, B ahead in 7 of 8 rounds each), one client unchanged, CPU per
+# recall unchanged, the same memories (docs/benchmarks/conc_throughput.md). 16 threads with 16
+# connections: no further gain.
+_CONCURRENT_WORKERS = 8
 
 
 def _quiet(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> bool:
