@@ -30,6 +30,7 @@ The stored rows (units, entities, mentions, links) are the batch plan's for the 
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -127,16 +128,30 @@ _ITEM_STATE_CLASSES = ("22", "23")
 # The semantic search's planner settings are transaction-local and outlive it; sent before the
 # unit INSERT, they would also reach the statements that ran before the search when it came
 # after the INSERT (the entity resolution, the INSERT's triggers). So the early pipeline saves
-# them before the search and puts them back after it, and the temporal search, which ran after
-# the semantic one, sets them again: every statement keeps the settings it ran with.
-SAVE_SEMANTIC_SETTINGS = """
+# the values in force and sets the search's in one statement (a target list is evaluated in
+# order: the saves read the values before the sets change them), puts them back after the
+# search, and the temporal search, which ran after the semantic one, sets them again: every
+# statement keeps the settings it ran with.
+SAVE_AND_SET_SEMANTIC_SETTINGS = """
 SELECT set_config('hindsight.saved_ef_search', current_setting('hnsw.ef_search'), true),
        set_config('hindsight.saved_enable_seqscan', current_setting('enable_seqscan'), true),
-       set_config('hindsight.saved_enable_sort', current_setting('enable_sort'), true)"""
+       set_config('hindsight.saved_enable_sort', current_setting('enable_sort'), true),
+       set_config('hnsw.ef_search', %(ef_search)s, true),
+       set_config('enable_seqscan', %(enable_seqscan)s, true),
+       set_config('enable_sort', %(enable_sort)s, true)"""
 RESTORE_SEMANTIC_SETTINGS = """
 SELECT set_config('hnsw.ef_search', current_setting('hindsight.saved_ef_search'), true),
        set_config('enable_seqscan', current_setting('hindsight.saved_enable_seqscan'), true),
        set_config('enable_sort', current_setting('hindsight.saved_enable_sort'), true)"""
+
+
+_SEMANTIC_SETTING_PARAMS: Final = {
+    "ef_search": SEMANTIC_NEIGHBOUR_SETTINGS["hnsw.ef_search"],
+    "enable_seqscan": SEMANTIC_NEIGHBOUR_SETTINGS["enable_seqscan"],
+    "enable_sort": SEMANTIC_NEIGHBOUR_SETTINGS["enable_sort"],
+}
+if set(SEMANTIC_NEIGHBOUR_SETTINGS) != {"hnsw.ef_search", "enable_seqscan", "enable_sort"}:
+    raise AssertionError("SAVE_AND_SET_SEMANTIC_SETTINGS sets exactly SEMANTIC_NEIGHBOUR_SETTINGS")
 
 
 def fits_small(units: Sequence[PreparedUnit], chunks: Sequence[PreparedChunk]) -> bool:
@@ -192,10 +207,13 @@ def send_early(
         queries.append(Query(CHECK_REFERENCED, {"bank": bank, "ids": sorted(set(external))}, row_type=_IdRow))
     # After the lock and the documents' replacement, as the search after the INSERT ran. An
     # empty bank has no neighbours: the search finds none, no need to ask first.
-    queries.append(Query(SAVE_SEMANTIC_SETTINGS, fetch="none"))
+    queries.append(Query(SAVE_AND_SET_SEMANTIC_SETTINGS, _SEMANTIC_SETTING_PARAMS, fetch="none"))
     queries.extend(
-        semantic_neighbours_of_vector_query(
-            bank, uuids, i, vectors[i], Dimension(dimension), k=semantic_k, min_similarity=semantic_min
+        dataclasses.replace(  # its settings are set by the statement before
+            semantic_neighbours_of_vector_query(
+                bank, uuids, i, vectors[i], Dimension(dimension), k=semantic_k, min_similarity=semantic_min
+            ),
+            settings={},
         )
         for i in range(len(units))
     )
