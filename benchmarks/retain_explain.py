@@ -128,7 +128,15 @@ def main(argv: list[str] | None = None) -> int:
             plans[key] = lines
             pid = conn.info.backend_pid
             c0, t0 = _backend_cpu_ms(pid), time.perf_counter()
-            out.append(runner._exec_sync(conn, query))
+            if conn._pipeline is None:
+                out.append(runner._exec_sync(conn, query))
+            else:  # in an open pipeline (a Send's, or writes sent with the commit)
+                with conn.cursor(row_factory=runner._row_factory(query)) as cur:
+                    for stmt in runner._setting_statements(query):
+                        cur.execute(stmt)
+                    cur.execute(query.statement, query.params)
+                    conn._pipeline.sync()  # its result now: the statement's whole time
+                    out.append(runner._result_sync(cur, query))
             s["real, one round trip"].append((time.perf_counter() - t0) * 1e3)
             s["real, backend CPU"].append(_backend_cpu_ms(pid) - c0)
         return out
@@ -143,10 +151,20 @@ def main(argv: list[str] | None = None) -> int:
             corpus = make_corpus(args.size).vectors
         ids = engine.retain(["warm-up turn about Paris in May 2023"], bank=args.bank, progress=False)
         saved, saved_send = runner._pipeline_sync, runner._send_sync
+        saved_results = getattr(runner, "_results_sync", None)
         runner._pipeline_sync = explained  # type: ignore[assignment]
-        # The writes sent with the commit (a pipeline that is not waited for) go through
-        # _send_sync: explained too, each one waited for.
+        # The writes sent with the commit (a pipeline that is not waited for) and a Send's
+        # queries go through _send_sync: explained too, each one waited for; a Send's results
+        # are then handed back as they are.
         runner._send_sync = explained_queries  # type: ignore[assignment]
+        if saved_results is not None:
+
+            def results(cursors: Any, queries: Any) -> list[Any]:
+                if all(isinstance(c, psycopg.Cursor) for c in cursors):
+                    return saved_results(cursors, queries)  # type: ignore[no-any-return]
+                return list(cursors)
+
+            runner._results_sync = results
         try:
             for i in range(args.count):
                 if args.vectors == "corpus":
@@ -161,6 +179,8 @@ def main(argv: list[str] | None = None) -> int:
                 ids += engine.retain([item], bank=args.bank, progress=False)
         finally:
             runner._pipeline_sync, runner._send_sync = saved, saved_send
+            if saved_results is not None:
+                runner._results_sync = saved_results
             engine.delete(ids, bank=args.bank)
     report: dict[str, Any] = {
         "count": args.count,
