@@ -26,25 +26,12 @@ from shared_core.protocols import DateParser, EntityExtractor
 from shared_core.retain.extract import RawExtraction, extract
 from shared_core.retain.neighbours import context_vectors, index_contexts, unit_predecessors
 from shared_core.retain.plan import RetainRequest, merge_vectors, retain_plan
-from shared_core.retain.prepare import (
-    PreparedChunk,
-    PreparedUnit,
-    coerce_items,
-    materialise_items,
-    prepare_units,
-)
+from shared_core.retain.prepare import coerce_items, materialise_items, prepare_units
 from shared_core.retain.progress import RetainProgress
-from shared_core.retain.small import (
-    EarlyRetain,
-    fits_small,
-    is_small,
-    send_early,
-    small_retain_error,
-    small_retain_plan,
-)
+from shared_core.retain.small import is_small, small_retain_error, small_retain_plan
 from shared_core.storage.errors import copy_row, map_database_error
 from shared_core.storage.plan import Compute, Plan
-from shared_core.types import MemoryItem, check_bank
+from shared_core.types import check_bank
 
 if TYPE_CHECKING:
     from shared_core.extraction.facts import FactExtractor
@@ -89,30 +76,11 @@ def retain_flow(
         return []
     bar = RetainProgress(progress)
     try:
-        staged: StagedRetain = yield Compute(stage_retain, (ctx, materialised, document_id, bar))
-        early: EarlyRetain | None = None
-        if fits_small(staged.units, staged.chunks):
-            # A chat turn: its statements that need no extraction go to the server now and
-            # run while the NER does (retain/small.py).
-            try:
-                early = yield from send_early(
-                    bank=bank,
-                    embedding_model=ctx.models.embedder.model_name,
-                    items=staged.items,
-                    units=staged.units,
-                    replace_documents=staged.replace_documents,
-                    vectors=staged.vectors,
-                    semantic_k=ctx.config.semantic_link_top_k,
-                    semantic_min=ctx.config.semantic_link_min_similarity,
-                )
-            except psycopg.Error as exc:  # the bank's transaction could not start
-                mapped = map_database_error(exc)
-                raise (mapped if isinstance(mapped, Exception) else exc) from exc
-        request, vectors = yield Compute(finish_retain, (ctx, staged, bank, bar))
+        request, vectors = yield Compute(prepare_retain, (ctx, materialised, bank, document_id, bar))
         small = is_small(request)
         try:
             if small:  # a chat turn: few round trips, no staging table (retain/small.py)
-                ids: list[str] = yield from small_retain_plan(request, vectors, early)
+                ids: list[str] = yield from small_retain_plan(request, vectors)
             else:
                 ids = yield from retain_plan(request, vectors)
         except psycopg.Error as exc:
@@ -153,19 +121,6 @@ def extraction_models(ctx: RetainContext) -> tuple[EntityExtractor | None, DateP
     )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class StagedRetain:
-    """A retain validated, split and embedded, not extracted yet (:func:`stage_retain`)."""
-
-    items: list[MemoryItem]
-    units: list[PreparedUnit]
-    chunks: list[PreparedChunk]
-    replace_documents: list[str]
-    own_vectors: npt.NDArray[np.float32]
-    vectors: npt.NDArray[np.float32]
-    now: _dt.datetime
-
-
 def prepare_retain(
     ctx: RetainContext,
     items: Sequence[Any] | str | bytes,
@@ -178,16 +133,6 @@ def prepare_retain(
 
     ``raw``: where the per-text extraction runs (:func:`~shared_core.retain.extract.extract`);
     in this process by default."""
-    return finish_retain(ctx, stage_retain(ctx, items, document_id, bar), bank, bar, raw)
-
-
-def stage_retain(
-    ctx: RetainContext,
-    items: Sequence[Any] | str | bytes,
-    document_id: str | None,
-    bar: RetainProgress | None = None,
-) -> StagedRetain:
-    """:func:`prepare_retain` up to the extraction: validate, split, add context, embed."""
     cfg, models = ctx.config, ctx.models
     now = ctx.now()
     validated = coerce_items(items, document_id=document_id)
@@ -214,29 +159,6 @@ def stage_retain(
     bar.start(len(units))
     own_vectors = merge_vectors(validated, units, lambda texts: embed(ctx, texts, bar))
     vectors = context_vectors(own_vectors, previous, cfg.context_vector_weight)
-    replace = sorted({i.document_id for i in validated if i.document_id is not None})
-    return StagedRetain(
-        items=list(validated),
-        units=list(units),
-        chunks=list(chunks),
-        replace_documents=replace,
-        own_vectors=own_vectors,
-        vectors=vectors,
-        now=now,
-    )
-
-
-def finish_retain(
-    ctx: RetainContext,
-    staged: StagedRetain,
-    bank: str,
-    bar: RetainProgress | None = None,
-    raw: RawExtraction | None = None,
-) -> tuple[RetainRequest, npt.NDArray[np.float32]]:
-    """:func:`prepare_retain` from the extraction on: the retain plan's request and vectors."""
-    cfg, models = ctx.config, ctx.models
-    bar = bar if bar is not None else RetainProgress(False)
-    validated, units, vectors = staged.items, staged.units, staged.vectors
     bar.stage("extracting", done=1)
     extractor, parser = extraction_models(ctx)
     extraction = extract(
@@ -248,15 +170,16 @@ def finish_retain(
         raw=raw,
     )
     bar.stage("writing", done=2)
+    replace = sorted({i.document_id for i in validated if i.document_id is not None})
     request = RetainRequest(
         bank=bank,
         items=validated,
         units=extraction.units,
-        chunks=staged.chunks,
-        replace_documents=staged.replace_documents,
+        chunks=chunks,
+        replace_documents=replace,
         embedding_model=models.embedder.model_name,
         ts_config=cfg.ts_config,
-        now=staged.now,
+        now=now,
         signals=extraction.signals,
         cjk=extraction.cjk,
         entities=extraction.entities,
@@ -266,7 +189,7 @@ def finish_retain(
         temporal_link_k=cfg.temporal_link_top_k,
         temporal_link_floor=DEFAULT_TEMPORAL_LINK_FLOOR,
         cue_links=cfg.causal_cue_links,
-        own_vectors=staged.own_vectors,
+        own_vectors=own_vectors,
     )
     return request, vectors
 

@@ -18,7 +18,6 @@ transaction (after the units are inserted, so links can point at them).
 from __future__ import annotations
 
 import datetime as _dt
-import functools
 import re
 import uuid
 from collections import Counter
@@ -62,7 +61,6 @@ __all__ = [
     "mentions_copy",
     "missing_reference_error",
     "resolve_entities_query",
-    "semantic_neighbours_of_vector_query",
     "semantic_neighbours_query",
     "stale_statistics_query",
     "upsert_entities_query",
@@ -163,49 +161,6 @@ def semantic_neighbours_query(
     return Query(
         semantic_neighbours_statement(dimension),
         {"bank": bank, "ids": list(ids), "k": k, "min": min_similarity},
-        settings=SEMANTIC_NEIGHBOUR_SETTINGS,
-        row_type=_SemanticNeighbour,
-    )
-
-
-# One new unit's stored neighbours, searched by its vector before the unit is inserted
-# (retain/small.py): the statement above with the row ``s`` given as parameters. The vector
-# travels as the unit INSERT's does (``%(vector)s::vector``) and is cast like the column, so
-# the distances are the ones computed from the stored row.
-_SEMANTIC_NEIGHBOURS_OF_VECTOR = sql.SQL("""
-SELECT %(id)s::uuid::text AS from_id, n.id::text AS to_id, 1 - n.distance AS similarity
-FROM (
-    SELECT u.id, {vec} <=> {svec} AS distance
-    FROM memory_units u
-    WHERE u.bank_id = %(bank)s AND u.id <> ALL(%(ids)s::uuid[]) AND {dims}
-    ORDER BY {vec} <=> {svec}
-    LIMIT %(k)s) n
-WHERE 1 - n.distance >= %(min)s""")
-
-
-@functools.cache
-def _semantic_neighbours_of_vector_statement(dimension: Dimension) -> sql.Composed:
-    svec = sql.SQL("(%(vector)s::vector::{}({}))").format(
-        sql.SQL(dimension.kind), sql.Literal(dimension.size)
-    )
-    return _SEMANTIC_NEIGHBOURS_OF_VECTOR.format(vec=dimension.column, svec=svec, dims=dimension.predicate)
-
-
-def semantic_neighbours_of_vector_query(
-    bank: str,
-    ids: Sequence[uuid.UUID],
-    i: int,
-    vector: npt.NDArray[np.float32],
-    dimension: Dimension,
-    *,
-    k: int,
-    min_similarity: float,
-) -> Query:
-    """:func:`semantic_neighbours_query`'s rows for the new unit ``ids[i]``, whose vector is
-    ``vector``, searched before the new units are inserted (none of ``ids`` is a neighbour)."""
-    return Query(
-        _semantic_neighbours_of_vector_statement(dimension),
-        {"bank": bank, "id": ids[i], "ids": list(ids), "vector": vector, "k": k, "min": min_similarity},
         settings=SEMANTIC_NEIGHBOUR_SETTINGS,
         row_type=_SemanticNeighbour,
     )

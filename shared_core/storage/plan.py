@@ -35,9 +35,6 @@ __all__ = [
     "Pipeline",
     "Plan",
     "Query",
-    "Receive",
-    "Send",
-    "Sent",
     "Statement",
 ]
 
@@ -156,41 +153,6 @@ class Pipeline:
 
 
 @dataclass(frozen=True, slots=True)
-class Send:
-    """Send several queries as a :class:`Pipeline` does, in the plan's transaction, without
-    waiting: the plan receives a :class:`Sent` handle at once and goes on with CPU work
-    (:class:`Compute`) while the server runs them, then yields :class:`Receive` of the handle
-    for their results, shaped as a Pipeline's. The next database operation is sent in the same
-    round trip: a :class:`Pipeline` joins the sent queries (one wait for both), anything else
-    waits for them first. If one fails, the error reaches the plan at that operation.
-
-    For statements that do not need the plan's CPU work: the small retain sends its bank
-    statements and semantic neighbour searches before the NER runs (retain/small.py).
-    """
-
-    queries: tuple[Query, ...]
-
-    def __post_init__(self) -> None:
-        if any(q.timeout_ms is not None for q in self.queries):
-            raise ValueError("a Send cannot run queries with timeout_ms")
-
-
-@dataclass(frozen=True, slots=True)
-class Sent:
-    """The handle of a :class:`Send`, valid for one :class:`Receive` in the same plan."""
-
-    key: int
-
-
-@dataclass(frozen=True, slots=True)
-class Receive:
-    """The results of a :class:`Send` (waiting for them if they are not in yet; once per
-    handle)."""
-
-    sent: Sent
-
-
-@dataclass(frozen=True, slots=True)
 class Compute:
     """CPU-bound work (embedding, NER, reranking): run inline by the sync runner and in a worker
     thread by the async runner so it never blocks the event loop."""
@@ -199,5 +161,5 @@ class Compute:
     args: tuple[Any, ...] = ()
 
 
-Operation: TypeAlias = Query | Copy | Concurrently | Launch | Collect | Pipeline | Send | Receive | Compute
+Operation: TypeAlias = Query | Copy | Concurrently | Launch | Collect | Pipeline | Compute
 Plan: TypeAlias = Generator[Operation, Any, T]

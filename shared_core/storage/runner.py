@@ -13,8 +13,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
-from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg import sql
@@ -32,9 +31,6 @@ from shared_core.storage.plan import (
     Pipeline,
     Plan,
     Query,
-    Receive,
-    Send,
-    Sent,
 )
 
 __all__ = ["run_async", "run_sync"]
@@ -130,19 +126,15 @@ def _send_sync(conn: psycopg.Connection[Any], queries: Sequence[Query]) -> list[
     return cursors
 
 
-def _results_sync(cursors: Sequence[psycopg.Cursor[Any]], queries: Sequence[Query]) -> list[Any]:
-    out = []
-    for cur, query in zip(cursors, queries, strict=True):
-        with cur:
-            out.append(_result_sync(cur, query))
-    return out
-
-
 def _pipeline_sync(conn: psycopg.Connection[Any], op: Pipeline) -> list[Any]:
     with conn.pipeline():
         cursors = _send_sync(conn, op.queries)
     # Leaving the block synced: every result is in.
-    return _results_sync(cursors, op.queries)
+    out = []
+    for cur, query in zip(cursors, op.queries, strict=True):
+        with cur:
+            out.append(_result_sync(cur, query))
+    return out
 
 
 def _copy_sync(conn: psycopg.Connection[Any], op: Copy) -> int:
@@ -226,27 +218,6 @@ def _concurrently_sync(
     return [*(f.result() for f in futures), last]
 
 
-C = TypeVar("C")
-
-
-@dataclass(frozen=True, slots=True)
-class _Sending(Generic[C]):
-    """A :class:`~shared_core.storage.plan.Send` in the runner's open pipeline: its handle's
-    key, its queries and their cursors (results read when the pipeline is synced)."""
-
-    key: int
-    queries: tuple[Query, ...]
-    cursors: list[C]
-
-
-def _received(received: dict[int, list[Any]], sent: Sent) -> list[Any]:
-    """The results of ``sent``, handed out once."""
-    try:
-        return received.pop(sent.key)
-    except KeyError:
-        raise ValueError(f"{sent!r} was not sent by this plan, or was received already") from None
-
-
 def _savepoint(n: int) -> sql.Composed:
     return sql.SQL("SAVEPOINT {}").format(sql.Identifier(f"sp{n}"))
 
@@ -263,10 +234,7 @@ def run_sync(pool: ConnectionPool[Any], plan: Plan[T], *, executor: ThreadPoolEx
     value: Any = None
     error: BaseException | None = None
     failed: psycopg.Error | None = None
-    pending: Any = None  # an open pipeline: writes sent with wait=False, or a Send
-    sending: _Sending[psycopg.Cursor[Any]] | None = None  # the Send in ``pending``, if any
-    received: dict[int, list[Any]] = {}  # a Send's results, not received by the plan yet
-    sends = 0
+    pending: Any = None  # an open pipeline of writes sent with wait=False
     inflight: dict[int, list[Future[Any]]] = {}  # launched, not collected yet
     launches = 0
     try:
@@ -287,24 +255,10 @@ def run_sync(pool: ConnectionPool[Any], plan: Plan[T], *, executor: ThreadPoolEx
                 raise failed
             error = None
             try:
-                joined: list[psycopg.Cursor[Any]] | None = None
-                if pending is not None and not (sending is not None and isinstance(op, Compute)):
-                    # CPU work runs while a Send's queries do; anything else waits for them,
-                    # and a Pipeline goes in the same round trip.
-                    if sending is not None and isinstance(op, Pipeline) and op.wait:
-                        assert conn is not None
-                        joined = _send_sync(conn, op.queries)
+                if pending is not None:
                     pending, open_pipeline = None, pending
-                    was_sending, sending = sending, None
                     open_pipeline.__exit__(None, None, None)
-                    if was_sending is not None:
-                        received[was_sending.key] = _results_sync(was_sending.cursors, was_sending.queries)
-                if joined is not None:
-                    assert isinstance(op, Pipeline)
-                    value = _results_sync(joined, op.queries)
-                elif isinstance(op, Receive):
-                    value = _received(received, op.sent)
-                elif isinstance(op, Compute):
+                if isinstance(op, Compute):
                     value = op.fn(*op.args)
                 elif isinstance(op, Concurrently):
                     value = _concurrently_sync(pool, executor, op.queries)
@@ -320,12 +274,6 @@ def run_sync(pool: ConnectionPool[Any], plan: Plan[T], *, executor: ThreadPoolEx
                         conn = ctx.__enter__()
                     if isinstance(op, Copy):
                         value = _copy_sync(conn, op)
-                    elif isinstance(op, Send):
-                        pending = conn.pipeline()
-                        pending.__enter__()
-                        sends += 1
-                        sending = _Sending(sends, op.queries, _send_sync(conn, op.queries))
-                        value = Sent(sends)
                     elif isinstance(op, Pipeline) and not op.wait:
                         pending = conn.pipeline()
                         pending.__enter__()
@@ -399,18 +347,14 @@ async def _send_async(
     return cursors
 
 
-async def _results_async(cursors: Sequence[psycopg.AsyncCursor[Any]], queries: Sequence[Query]) -> list[Any]:
-    out = []
-    for cur, query in zip(cursors, queries, strict=True):
-        async with cur:
-            out.append(await _result_async(cur, query))
-    return out
-
-
 async def _pipeline_async(conn: psycopg.AsyncConnection[Any], op: Pipeline) -> list[Any]:
     async with conn.pipeline():
         cursors = await _send_async(conn, op.queries)
-    return await _results_async(cursors, op.queries)
+    out = []
+    for cur, query in zip(cursors, op.queries, strict=True):
+        async with cur:
+            out.append(await _result_async(cur, query))
+    return out
 
 
 async def _copy_async(conn: psycopg.AsyncConnection[Any], op: Copy) -> int:
@@ -456,10 +400,7 @@ async def run_async(pool: AsyncConnectionPool[Any], plan: Plan[T]) -> T:
     value: Any = None
     error: BaseException | None = None
     failed: psycopg.Error | None = None
-    pending: Any = None  # an open pipeline: writes sent with wait=False, or a Send
-    sending: _Sending[psycopg.AsyncCursor[Any]] | None = None  # the Send in ``pending``, if any
-    received: dict[int, list[Any]] = {}  # a Send's results, not received by the plan yet
-    sends = 0
+    pending: Any = None  # an open pipeline of writes sent with wait=False
     inflight: dict[int, list[asyncio.Task[Any]]] = {}  # launched, not collected yet
     launches = 0
     cancelled = False
@@ -481,25 +422,10 @@ async def run_async(pool: AsyncConnectionPool[Any], plan: Plan[T]) -> T:
                 raise failed
             error = None
             try:
-                joined: list[psycopg.AsyncCursor[Any]] | None = None
-                if pending is not None and not (sending is not None and isinstance(op, Compute)):
-                    # As run_sync: CPU work runs while a Send's queries do.
-                    if sending is not None and isinstance(op, Pipeline) and op.wait:
-                        assert conn is not None
-                        joined = await _send_async(conn, op.queries)
+                if pending is not None:
                     pending, open_pipeline = None, pending
-                    was_sending, sending = sending, None
                     await open_pipeline.__aexit__(None, None, None)
-                    if was_sending is not None:
-                        received[was_sending.key] = await _results_async(
-                            was_sending.cursors, was_sending.queries
-                        )
-                if joined is not None:
-                    assert isinstance(op, Pipeline)
-                    value = await _results_async(joined, op.queries)
-                elif isinstance(op, Receive):
-                    value = _received(received, op.sent)
-                elif isinstance(op, Compute):
+                if isinstance(op, Compute):
                     value = await asyncio.to_thread(op.fn, *op.args)
                 elif isinstance(op, Concurrently):
                     value = list(await asyncio.gather(*(_one_off_async(pool, q) for q in op.queries)))
@@ -515,12 +441,6 @@ async def run_async(pool: AsyncConnectionPool[Any], plan: Plan[T]) -> T:
                         conn = await ctx.__aenter__()
                     if isinstance(op, Copy):
                         value = await _copy_async(conn, op)
-                    elif isinstance(op, Send):
-                        pending = conn.pipeline()
-                        await pending.__aenter__()
-                        sends += 1
-                        sending = _Sending(sends, op.queries, await _send_async(conn, op.queries))
-                        value = Sent(sends)
                     elif isinstance(op, Pipeline) and not op.wait:
                         pending = conn.pipeline()
                         await pending.__aenter__()

@@ -20,7 +20,7 @@ import pytest
 
 from shared_core import MemoryEngine, MemoryItem
 from shared_core.errors import DimensionMismatchError, InvalidItemError
-from shared_core.retain.flow import RetainContext, prepare_retain, retain_flow
+from shared_core.retain.flow import RetainContext, prepare_retain
 from shared_core.retain.plan import retain_plan
 from shared_core.retain.small import SMALL_RETAIN_MAX_UNITS, is_small, small_retain_plan
 from shared_core.storage.plan import Pipeline, Plan, Query
@@ -40,11 +40,6 @@ SEED = [
     MemoryItem(text="Liam: ok, sounds good", mentioned_at=NOW - 2 * DAY),
     MemoryItem(text="Google announced a new office in Lisbon yesterday.", mentioned_at=NOW - DAY),
     MemoryItem(text="Alicia went hiking near Denver again.", mentioned_at=NOW - DAY),
-    MemoryItem(
-        text="Caroline: The Lisbon office hosts the team offsite.",
-        mentioned_at=NOW - DAY,
-        document_id="chat-9",
-    ),
 ]
 
 CASES: dict[str, list[Any]] = {
@@ -63,15 +58,6 @@ CASES: dict[str, list[Any]] = {
             mentioned_at=NOW + dt.timedelta(minutes=1),
             document_id="chat-7",
         ),
-    ],
-    # Replaces the seed's chat-9, whose unit is its nearest neighbour: the semantic search,
-    # sent before the NER (small.send_early), must not see the replaced unit.
-    "a replaced document": [
-        MemoryItem(
-            text="Caroline: The Lisbon office hosts the team offsite in July.",
-            mentioned_at=NOW,
-            document_id="chat-9",
-        )
     ],
     "explicit entities, dates, metadata, causes": [
         MemoryItem(
@@ -96,17 +82,10 @@ def _context(engine: MemoryEngine) -> RetainContext:
     return RetainContext(models=engine.models, config=engine.config, now=lambda: NOW)
 
 
-def _write(engine: MemoryEngine, bank: str, items: list[Any], *, small: bool, how: str = "plan") -> list[str]:
-    """Write ``items`` by the batch plan, or by the small one: as a plan of the prepared
-    request, or through the retain flow (its early statements sent before the extraction),
-    sync or async."""
-    if how != "plan":
-        flow = retain_flow(_context(engine), items, bank=bank, progress=False)
-        ids: list[str] = asyncio.run(engine.arun(flow)) if how == "flow async" else engine.run(flow)
-        return ids
+def _write(engine: MemoryEngine, bank: str, items: list[Any], *, small: bool) -> list[str]:
     request, vectors = prepare_retain(_context(engine), items, bank, None)
     plan = small_retain_plan(request, vectors) if small else retain_plan(request, vectors)
-    ids = engine.run(plan)
+    ids: list[str] = engine.run(plan)
     return ids
 
 
@@ -163,9 +142,8 @@ def _rows(dsn: str, bank: str) -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize("how", ["plan", "flow", "flow async"])
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_small_path_stores_the_batch_paths_rows(engine: MemoryEngine, case: str, how: str) -> None:
+def test_small_path_stores_the_batch_paths_rows(engine: MemoryEngine, case: str) -> None:
     items = CASES[case]
     request, _ = prepare_retain(_context(engine), items, "any", None)
     assert is_small(request)
@@ -173,7 +151,7 @@ def test_small_path_stores_the_batch_paths_rows(engine: MemoryEngine, case: str,
     for bank in (batch_bank, small_bank):
         _write(engine, bank, SEED, small=False)
     batch_ids = _write(engine, batch_bank, items, small=False)
-    small_ids = _write(engine, small_bank, items, small=True, how=how)
+    small_ids = _write(engine, small_bank, items, small=True)
     assert len(batch_ids) == len(small_ids) == len(request.units)
     batch, small = _rows(engine.dsn, batch_bank), _rows(engine.dsn, small_bank)
     assert batch["links"], "the seed makes links: the comparison covers them"
