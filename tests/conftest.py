@@ -17,17 +17,17 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-# Hypothesis's default 200 ms deadline is a timed assertion: on 2 shared cores under load an
-# example can take longer without anything being wrong (a test_learned property failed so in
-# session 16). Properties here assert behaviour; speed lives in benchmarks/.
-settings.register_profile("hindsight", deadline=None)
-settings.load_profile("hindsight")
-
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from shared_core import MemoryEngine
+
+# Hypothesis's default 200 ms deadline is a timed assertion: on 2 shared cores under load an
+# example can take longer without anything being wrong (a test_learned property failed so in
+# session 16). Properties here assert behaviour; speed lives in benchmarks/.
+settings.register_profile("hindsight", deadline=None)
+settings.load_profile("hindsight")
 
 
 @pytest.fixture(scope="session")

@@ -164,7 +164,7 @@ def stated_time_match(text: str, window: TimeWindow) -> float:
     by its written years alone such a paragraph was boosted down (x0.75) for a question about
     the year it implies (benchmarks/temporal_ablation.py offline, shipped weights:
     dated-prose-train R@1 48.6 -> 62.2, wiki-dev 54.0 -> 54.8, LoCoMo 0-4 unchanged;
-    docs/benchmarks/tmp_told_boost.md).
+    docs/benchmarks/tmp_temporal.md).
 
     >>> import datetime as dt
     >>> w = TimeWindow(start=dt.datetime(2005, 1, 1), end=dt.datetime(2006, 1, 1))
