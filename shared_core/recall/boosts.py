@@ -22,7 +22,6 @@ Fixes over the leading implementation:
 from __future__ import annotations
 
 import datetime as _dt
-import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -37,7 +36,7 @@ from shared_core.config import (
 )
 from shared_core.errors import ConfigurationError
 from shared_core.recall.fusion import FusedCandidate
-from shared_core.recall.text_years import told_years
+from shared_core.recall.text_years import narrowest_stint, told_years
 from shared_core.slots import builder
 from shared_core.timeutil import add_months
 from shared_core.types import DateGrain, MemoryRecord, ScoreBreakdown, TimeWindow, as_utc
@@ -174,17 +173,14 @@ def stated_time_match(text: str, window: TimeWindow) -> float:
     ...                                    "Active from 1990 until 2020.")]
     [1.0, 1.0, 0.0, 0.0, 1.0, 0.5]
     """
-    years = set(told_years(text))
-    if not years:
-        return 0.0
-    lo, hi = _window_years(window)
+    years = told_years(text)
+    lo, hi = bounds = _window_years(window)
     if any(lo <= y <= hi for y in years):
         return 1.0
-    if not (len(years) >= 2 and min(years) <= lo and hi <= max(years)):
+    width = narrowest_stint(years, bounds)
+    if width is None:
         return 0.0
-    told = sorted(years)
-    narrowest = min(b - a + 1 for a, b in itertools.pairwise(told) if a <= lo and hi <= b)
-    return 1.0 if narrowest <= STATED_SPAN_MAX_YEARS else NEUTRAL
+    return 1.0 if width <= STATED_SPAN_MAX_YEARS else NEUTRAL
 
 
 def _check_mode(mode: str) -> None:

@@ -50,7 +50,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import functools
-import itertools
 import json
 import math
 import re
@@ -64,10 +63,10 @@ import numpy.typing as npt
 
 from shared_core.recall.arms.temporal import asks_when as _asks_when
 from shared_core.recall.arms.temporal import temporal_proximity
-from shared_core.recall.boosts import _grain_end, effective_date
+from shared_core.recall.boosts import _grain_end, _window_years, effective_date
 from shared_core.recall.inflections import inflection_group
 from shared_core.recall.text_scan import TextScan
-from shared_core.recall.text_years import YEAR, offsets, told_years, with_implied
+from shared_core.recall.text_years import YEAR, narrowest_stint, offsets, told_years, with_implied
 from shared_core.types import ARM_NAMES, ArmName, DateGrain, TimeWindow, as_utc
 
 __all__ = [
@@ -386,12 +385,6 @@ def unfuse_when_list(
     ]
 
 
-def _window_years(window: TimeWindow) -> tuple[int, int]:
-    # a window that ends at midnight on Jan 1 belongs to the year before
-    end = window.end - _dt.timedelta(microseconds=1) if window.end > window.start else window.end
-    return window.start.year, end.year
-
-
 def _year_features(years: Sequence[int], bounds: tuple[int, int]) -> tuple[float, float, float]:
     """(a year of the window (``bounds``: its first and last year) is one of ``years``, the
     window lies within the span of ``years`` and they hold at least two, how tight the
@@ -418,11 +411,8 @@ def _year_features(years: Sequence[int], bounds: tuple[int, int]) -> tuple[float
     stated = any(lo <= y <= hi for y in years)
     distinct = sorted(set(years))
     spans = len(distinct) >= 2 and distinct[0] <= lo and hi <= distinct[-1]
-    tight = 0.0
-    if spans:
-        widths = [b - a + 1 for a, b in itertools.pairwise(distinct) if a <= lo and hi <= b]
-        tight = 1.0 / min(widths) if widths else 0.0
-    return float(stated), float(spans), tight
+    width = narrowest_stint(distinct, bounds)  # a stint holding the window implies spans
+    return float(stated), float(spans), 0.0 if width is None else 1.0 / width
 
 
 def _arm_features(c: CandidateSignals) -> list[float]:

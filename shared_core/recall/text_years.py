@@ -45,11 +45,12 @@ every chat turn) is not read further.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Sequence
 from typing import Final
 
-__all__ = ["YEAR", "may_imply", "offsets", "told_years", "with_implied", "written_years"]
+__all__ = ["YEAR", "may_imply", "narrowest_stint", "offsets", "told_years", "with_implied", "written_years"]
 
 #: A year as the learned reranker and the boosts read it (the one pattern: learned.py and
 #: text_scan.py use it, boosts.py through :func:`told_years`).
@@ -194,6 +195,22 @@ def told_years(text: str) -> list[int]:
     """
     found = offsets(text)
     return with_implied(text, found) if found else written_years(text)
+
+
+def narrowest_stint(years: Sequence[int], bounds: tuple[int, int]) -> int | None:
+    """How many years the narrowest stint of ``years`` holding ``bounds`` (a window's first and
+    last year) covers, ``None`` if no stint holds it. A stint is two of the years with no other
+    of them between: an introduction writing a career's first and last year holds every year of
+    that career (31 years), a paragraph about 2003 to 2008 few (6).
+
+    >>> narrowest_stint([1990, 2003, 2008, 2020], (2005, 2005))
+    6
+    >>> narrowest_stint([1990, 2020], (2005, 2005)), narrowest_stint([2011], (2005, 2005))
+    (31, None)
+    """
+    lo, hi = bounds
+    distinct = sorted(set(years))
+    return min((b - a + 1 for a, b in itertools.pairwise(distinct) if a <= lo and hi <= b), default=None)
 
 
 def _written_at(text: str) -> list[tuple[int, int]]:
