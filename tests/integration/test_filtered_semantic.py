@@ -347,3 +347,44 @@ def test_every_type_asked_leaves_the_type_test_out_and_keeps_the_same_rows(
         assert head is not None
         matching = str(head.statement.as_string(None)).split("few AS")[0]  # type: ignore[union-attr]
         assert ("fact_type" in matching) is typed_head
+
+
+def test_the_declared_index_question_finds_exactly_the_banks_own_index_names(
+    engine: MemoryEngine, bank: str
+) -> None:
+    """The question every filtered recall asks in its estimate's round trip (does the bank hold
+    a declared index?) reads pg_class through its name index within the prefix's range: an index
+    named with the bank's prefix counts, and no other name does, however close it sorts (the
+    prefix without its last character, the first name past the range, another bank's prefix,
+    a table rather than an index)."""
+    params = semantic.declared_params(bank)
+    prefix = params["prefix"]
+    other = semantic.filter_index_prefix(f"{bank}-other")
+
+    def asks(conn: psycopg.Connection[Any], for_bank: str) -> bool:
+        row = conn.execute(semantic._DECLARED, semantic.declared_params(for_bank)).fetchone()
+        assert row is not None
+        return bool(row[0])
+
+    with psycopg.connect(engine.dsn) as conn:  # one transaction, rolled back: nothing stays
+        conn.execute("CREATE TEMP TABLE declared_names (x int)")
+        plan = "\n".join(
+            str(r[0])
+            for r in conn.execute(psycopg.sql.SQL("EXPLAIN {}").format(semantic._DECLARED), params).fetchall()
+        )
+        assert "pg_class_relname_nsp_index" in plan
+        near = (prefix[:-1], params["past"], params["past"] + "0", prefix[:-1] + "^zz", other + "0a")
+        for name in near:
+            conn.execute(
+                psycopg.sql.SQL("CREATE INDEX {} ON declared_names (x)").format(psycopg.sql.Identifier(name))
+            )
+        conn.execute(psycopg.sql.SQL("CREATE TABLE {} (x int)").format(psycopg.sql.Identifier(prefix + "t")))
+        assert not asks(conn, bank)
+        assert asks(conn, f"{bank}-other")
+        conn.execute(
+            psycopg.sql.SQL("CREATE INDEX {} ON declared_names (x)").format(
+                psycopg.sql.Identifier(prefix + "0123456789abcdef")
+            )
+        )
+        assert asks(conn, bank)
+        conn.rollback()

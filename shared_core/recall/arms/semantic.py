@@ -37,6 +37,7 @@ __all__ = [
     "FILTER_INDEX_PREFIX",
     "SEMANTIC",
     "declare_filter_index",
+    "declared_params",
     "filter_index_prefix",
     "filter_index_statement",
     "filtered_semantic_rows_statement",
@@ -208,9 +209,19 @@ _FILTER_INDEX = sql.SQL("""
 CREATE INDEX IF NOT EXISTS {name} ON memory_units
     USING hnsw (({cast}) {ops}) WITH (m = 16, ef_construction = 64)
     WHERE {dims} AND bank_id = {bank} AND {tags} AND {filter}""")
-# Whether the bank has any declared index: its names start with the bank's prefix.
+# Whether the bank has any declared index: its names start with the bank's prefix. Every
+# filtered recall asks, in its estimate's round trip (run in turn with the estimate on the
+# server, before any arm starts). ``starts_with`` alone is no index condition: pg_class was read
+# whole, every relation of the database (484 rows on the bench server: 0.186 ms p50; more with
+# every table, index and partition an application adds). The prefix's range, [prefix, past)
+# in bytewise order (``name`` compares under collation "C", as pg_class's (relname,
+# relnamespace) index sorts), is one: an index scan of the names in it, starts_with the exact
+# test. Measured on the bench server (400 calls interleaved, load 3.3): 0.186 -> 0.124 ms p50
+# with declared indexes, 0.147 -> 0.081 without.
 _DECLARED = sql.SQL("""
-SELECT EXISTS (SELECT 1 FROM pg_class WHERE relkind = 'i' AND starts_with(relname, %(prefix)s)) AS yes""")
+SELECT EXISTS (SELECT 1 FROM pg_class
+               WHERE relname >= %(prefix)s::name AND relname < %(past)s::name
+                 AND relkind = 'i' AND starts_with(relname, %(prefix)s)) AS yes""")
 _FILTER_INDEX_PLAN = sql.SQL("""
 EXPLAIN (FORMAT JSON)
 SELECT u.id FROM memory_units u
@@ -229,6 +240,20 @@ def filter_index_prefix(bank: str) -> str:
     29
     """
     return f"{FILTER_INDEX_PREFIX}{hashlib.sha256(bank.encode()).hexdigest()[:8]}_"
+
+
+def declared_params(bank: str) -> dict[str, str]:
+    """The parameters of the question whether ``bank`` holds a declared index (``_DECLARED``):
+    its names' prefix (:func:`filter_index_prefix`) and ``past``, the first string after every
+    name starting with it (the prefix's last character the next one; bytewise, as ``name``
+    compares).
+
+    >>> p = declared_params("b")
+    >>> p["prefix"] < p["prefix"] + "ffff" < p["past"] and not p["past"].startswith(p["prefix"])
+    True
+    """
+    prefix = filter_index_prefix(bank)
+    return {"prefix": prefix, "past": prefix[:-1] + chr(ord(prefix[-1]) + 1)}
 
 
 def _inlined(clause: sql.Composable, params: Mapping[str, Any]) -> sql.SQL:
@@ -481,7 +506,7 @@ def _prepare(q: ArmQuery, watch: Stopwatch) -> Plan[ArmQuery]:
     estimate_query = Query(
         matching_estimate_statement(planner.where_sql), planner.params(), fetch="one", row_type=_plan_rows
     )
-    declared_query = Query(_DECLARED, {"prefix": filter_index_prefix(q.bank)}, fetch="one", row_type=_yes)
+    declared_query = Query(_DECLARED, declared_params(q.bank), fetch="one", row_type=_yes)
     index: str | None = None
     with watch.stage("filter_estimate"):
         estimate, declared, *found = yield Pipeline(
