@@ -9,7 +9,9 @@ load. Prints p50/p95 per stage and of the headline (total without query embeddin
 for each side, the blocking network waits per recall (``Connection.wait`` calls: round trips,
 roughly; every connection of the process counted), the client process's CPU time per recall
 (all its threads, the query embedding included: less sensitive to other jobs on the machine
-than wall-clock stages), the load average, and whether both returned
+than wall-clock stages), the caller's wall time of ``engine.recall`` (stage ``wall``: the trace's
+``total`` ends inside the plan, before the runner commits and returns its connection), the
+load average, and whether both returned
 the same memories with the same scores and cosine similarities for every query.
 """
 
@@ -55,11 +57,11 @@ with MemoryEngine(data_dir=os.environ["HINDSIGHT_BENCH_PGDATA"],
     for line in sys.stdin:
         i = int(line)
         waits[0] = 0
-        cpu = time.process_time()
+        cpu, wall = time.process_time(), time.perf_counter()
         r = engine.recall(queries.texts[i % len(queries.texts)], bank=bank,
                           query_timestamp=queries.query_time, trace=True, **({"reranker": "none"} | options))
-        cpu = (time.process_time() - cpu) * 1e3
-        print(json.dumps({"t": r.trace.timings_ms, "waits": waits[0], "cpu": cpu,
+        cpu, wall = (time.process_time() - cpu) * 1e3, (time.perf_counter() - wall) * 1e3
+        print(json.dumps({"t": r.trace.timings_ms | {"wall": wall}, "waits": waits[0], "cpu": cpu,
                           "ids": [m.id for m in r.memories], "scores": [m.score for m in r.memories],
                           "sims": [m.similarity for m in r.memories]}),
               flush=True)
@@ -169,6 +171,14 @@ def main() -> int:
         print(
             f"  total with the query embedding, B - A, paired by query: median "
             f"{statistics.median(totals):+.2f} ms, B faster in {share:.0%} of calls"
+        )
+    walls = [rb["t"]["wall"] - ra["t"]["wall"] for ra, rb in zip(got["A"], got["B"], strict=True)]
+    if walls:
+        share = sum(d < 0 for d in walls) / len(walls)
+        print(
+            f"  the caller's wall time (engine.recall, the plan's commit and connection release "
+            f"included), B - A, paired by query: median {statistics.median(walls):+.2f} ms, "
+            f"B faster in {share:.0%} of calls"
         )
     ca, cb = (statistics.median(r["cpu"] for r in got[side]) for side in ("A", "B"))
     print(f"  client CPU per recall, all threads, embedding included (median ms): A {ca:.2f} | B {cb:.2f}")

@@ -54,6 +54,7 @@ __all__ = [
     "proof_norm",
     "recency",
     "stated_time_match",
+    "stated_time_of",
 ]
 
 RecencyMode = Literal["linear", "exponential", "none"]
@@ -173,7 +174,19 @@ def stated_time_match(text: str, window: TimeWindow) -> float:
     ...                                    "Active from 1990 until 2020.")]
     [1.0, 1.0, 0.0, 0.0, 1.0, 0.5]
     """
-    years = told_years(text)
+    return stated_time_of(told_years(text), window)
+
+
+def stated_time_of(years: Sequence[int], window: TimeWindow) -> float:
+    """:func:`stated_time_match` of a text that tells ``years`` (its
+    :func:`~shared_core.recall.text_years.told_years`): for a caller that has them already
+    (recall under the learned reranker, whose features read the same years).
+
+    >>> import datetime as dt
+    >>> w = TimeWindow(start=dt.datetime(2005, 1, 1), end=dt.datetime(2006, 1, 1))
+    >>> stated_time_of([2003, 2005], w), stated_time_of([1990, 2020], w), stated_time_of([], w)
+    (1.0, 0.5, 0.0)
+    """
     lo, hi = bounds = _window_years(window)
     if any(lo <= y <= hi for y in years):
         return 1.0

@@ -22,7 +22,13 @@ from shared_core.recall.arms.graph import GRAPH, neighbour_plan
 from shared_core.recall.arms.keyword import KEYWORD, keyword_terms
 from shared_core.recall.arms.semantic import SEMANTIC
 from shared_core.recall.arms.temporal import TEMPORAL, asks_when, temporal_proximity
-from shared_core.recall.boosts import BoostInput, apply_boosts, effective_date, stated_time_match
+from shared_core.recall.boosts import (
+    BoostInput,
+    apply_boosts,
+    effective_date,
+    stated_time_match,
+    stated_time_of,
+)
 from shared_core.recall.budget import chunk_fill, resolve_budget, token_cut
 from shared_core.recall.filters import compile_filter
 from shared_core.recall.fusion import ArmHit, FusedCandidate, reciprocal_rank_fusion
@@ -169,8 +175,13 @@ def recall_plan(ctx: RecallContext, query: str, opts: RecallOptions) -> Plan[Rec
     rerank_trace: list[tuple[str, float]] = []
     rows: Mapping[str, MemoryRow] = {}
     if cut:
+        # The reads from here on (hydration, the learned reranker's neighbours, the details) run
+        # as one-offs, as those ahead do: on the plan's own connection the first of them opened
+        # a transaction (a BEGIN round trip before it, a COMMIT after the plan: two round trips
+        # on the path of every learned recall, whose details are read here), and only reads
+        # follow.
         with watch.stage("hydrate"):
-            cut, rows = yield from hydrate_plan(opts.bank, cut, vector, known)
+            cut, rows = yield from _one_offs(hydrate_plan(opts.bank, cut, vector, known))
         # The ranking ahead is this one when it ranked the same candidates from the same rows.
         reused = next((r for r in ranked_ahead if _same_ranking_input(r[0], r[1], cut, rows)), None)
         if reused is not None:
@@ -178,8 +189,8 @@ def recall_plan(ctx: RecallContext, query: str, opts: RecallOptions) -> Plan[Rec
             for stage, ms in reused[3].timings.items():  # timed beside the graph statement
                 watch.record(stage, ms)
         else:
-            memories, ranked, rerank_trace = yield from _rank(
-                ctx, text, opts, cut, rows, n, now, window, watch, details_read
+            memories, ranked, rerank_trace = yield from _one_offs(
+                _rank(ctx, text, opts, cut, rows, n, now, window, watch, details_read)
             )
     extra_rows: list[MemoryRow] = []
     if opts.k is not None and len(memories) < opts.k:
@@ -198,7 +209,7 @@ def recall_plan(ctx: RecallContext, query: str, opts: RecallOptions) -> Plan[Rec
             # test_langchain_retriever.py). A cross-encoder scores each pair alone.
             head = list(cut) if ctx.reranker.is_learned else []
             with watch.stage("fill_rerank"):
-                _, scored = yield from _score(
+                _, scored, _ = yield from _score(
                     ctx,
                     text,
                     window,
@@ -444,7 +455,7 @@ def _rank(
         # The graph arm's second round (document neighbours of the reranker's first-stage top
         # hits) runs with the graph arm: arms without "graph" leave it out too.
         graph = opts.bank if "graph" in opts.arm_names and ctx.settings.graph_neighbours else None
-        raw, normalised = yield from _score(
+        raw, normalised, told = yield from _score(
             ctx,
             text,
             window,
@@ -455,7 +466,12 @@ def _rank(
             watch=watch,
         )
     with watch.stage("boosts"):
-        inputs = [_boost_input(c, rows[c.id], window) for c in cut]
+        # The years each text tells, as the learned reranker read them for its features (told
+        # is None when it did not: another reranker, or no window), not found again.
+        inputs = [
+            _boost_input(c, rows[c.id], window, None if told is None else told.get(i, ()))
+            for i, c in enumerate(cut)
+        ]
         timed = ctx.settings.date_signals  # False: the question's time is ignored (ablations)
         scored = apply_boosts(
             normalised, inputs, now, timed and window is not None, boosts, asks_when=timed and asks_when(text)
@@ -526,6 +542,9 @@ def _one_offs(plan: Plan[R]) -> Plan[R]:
             value = yield op
 
 
+_Scores: TypeAlias = tuple[list[float] | None, list[float], Mapping[int, Sequence[int]] | None]
+"""What :func:`_score` returns: raw scores (None: none), normalised scores, the told years."""
+
 _Ranking: TypeAlias = tuple[list[RecalledMemory], list[MemoryRow], list[tuple[str, float]]]
 """What :func:`_rank` returns: the memories, the rows of the ranking, the reranker's trace."""
 
@@ -554,11 +573,13 @@ def _score(
     neighbours_in: str | None = None,
     when_arm: bool = True,
     watch: Stopwatch,
-) -> Plan[tuple[list[float] | None, list[float]]]:
+) -> Plan[_Scores]:
     """The reranker's ``(raw, normalised)`` scores of ``candidates`` (fused order, the first
     at position ``offset``): the learned reranker's probabilities, a cross-encoder's raw and
-    sigmoid scores, or passthrough's rank-seeded scores (raw None). ``neighbours_in``: the bank
-    whose documents the learned reranker's second graph round reads (None: no second round).
+    sigmoid scores, or passthrough's rank-seeded scores (raw None); and the years each
+    candidate's text tells (by index into ``candidates``, a text telling none left out) where
+    the learned reranker read them (a window), else None. ``neighbours_in``: the bank whose
+    documents the learned reranker's second graph round reads (None: no second round).
     ``when_arm``: whether the recall asked for the temporal arm."""
     if ctx.reranker.is_learned:
         scorer = LearnedScorer.default()
@@ -582,7 +603,7 @@ def _score(
             signals = unfuse_when_list(
                 signals, weight=weights.get("temporal", 0.0), k=ctx.settings.rrf_k, offset=offset
             )
-        features, seeds = yield Compute(scorer.prepare, (query, signals))
+        features, seeds, told = yield Compute(scorer.prepare_told, (query, signals))
         marked: dict[int, list[int]] = {}
         # The graph's second round: the document neighbours of the first stage's top hits. Only
         # a candidate that is not a seed is marked, and only beside a seed of its own document,
@@ -600,18 +621,17 @@ def _score(
                 if c.id in near and c.id not in index
             }
         normalised: list[float] = yield Compute(scorer.probabilities, (features, seeds, marked))
-        return None, normalised
+        # told is the texts' years, whatever the window: valid for the boosts' window too
+        return None, normalised, told
     if ctx.reranker.is_passthrough:  # rank-seeded scores: no document strings to build
-        return None, passthrough_scores(len(candidates))
+        return None, passthrough_scores(len(candidates)), None
     # The date a cross-encoder sees is when the memory happened, never when it was stored or
     # said (the ingest time would read as an event date).
     documents = [
         format_document(rows[c.id].text, rows[c.id].context, rows[c.id].occurred_start) for c in candidates
     ]
-    scored: tuple[list[float] | None, list[float]] = yield Compute(
-        ctx.reranker.rerank, (text, documents, ctx.settings.rerank_batch_size)
-    )
-    return scored
+    raw, normalised = yield Compute(ctx.reranker.rerank, (text, documents, ctx.settings.rerank_batch_size))
+    return raw, normalised, None
 
 
 def _seeds_sharing_a_document(
@@ -771,7 +791,11 @@ def _signals(position: int, candidate: FusedCandidate, row: MemoryRow) -> Candid
     )
 
 
-def _boost_input(candidate: FusedCandidate, row: MemoryRow, window: TimeWindow | None) -> BoostInput:
+def _boost_input(
+    candidate: FusedCandidate, row: MemoryRow, window: TimeWindow | None, told: Sequence[int] | None = None
+) -> BoostInput:
+    """What the boosts read of ``candidate``; ``told``: the years its text tells, if known
+    (:func:`shared_core.recall.learned.featurize_told`), else read here from its text."""
     proximity = candidate.temporal_proximity
     if proximity is None and window is not None:
         # Found by another arm but dated: it still deserves its closeness to the window
@@ -787,5 +811,9 @@ def _boost_input(candidate: FusedCandidate, row: MemoryRow, window: TimeWindow |
         row.date_grain,
         row.proof_count,
         proximity,
-        stated_time_match(row.text, window) if window is not None else None,
+        None
+        if window is None
+        else stated_time_match(row.text, window)
+        if told is None
+        else stated_time_of(told, window),
     )
