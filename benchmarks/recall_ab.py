@@ -75,6 +75,16 @@ def _worker(
     return start_worker(_WORKER, [str(size), str(tree), json.dumps(options)], tree, env)
 
 
+def _print_paired(what: str, diffs: list[float]) -> None:
+    """One paired line: the median per-query difference B - A and how often B was faster."""
+    if diffs:
+        share = sum(d < 0 for d in diffs) / len(diffs)
+        print(
+            f"  {what}, B - A, paired by query: median {statistics.median(diffs):+.2f} ms, "
+            f"B faster in {share:.0%} of calls"
+        )
+
+
 def main() -> int:
     from recall_latency import summarise
 
@@ -165,21 +175,11 @@ def main() -> int:
         f"  headline B - A, paired by query (the same query, one right after the other): median "
         f"{statistics.median(diffs):+.2f} ms, B faster in {faster:.0%} of calls"
     )
-    totals = [rb["t"]["total"] - ra["t"]["total"] for ra, rb in zip(got["A"], got["B"], strict=True)]
-    if totals:
-        share = sum(d < 0 for d in totals) / len(totals)
-        print(
-            f"  total with the query embedding, B - A, paired by query: median "
-            f"{statistics.median(totals):+.2f} ms, B faster in {share:.0%} of calls"
-        )
-    walls = [rb["t"]["wall"] - ra["t"]["wall"] for ra, rb in zip(got["A"], got["B"], strict=True)]
-    if walls:
-        share = sum(d < 0 for d in walls) / len(walls)
-        print(
-            f"  the caller's wall time (engine.recall, the plan's commit and connection release "
-            f"included), B - A, paired by query: median {statistics.median(walls):+.2f} ms, "
-            f"B faster in {share:.0%} of calls"
-        )
+    for stage, what in (
+        ("total", "total with the query embedding"),
+        ("wall", "the caller's wall time (engine.recall, the plan's commit and connection release included)"),
+    ):
+        _print_paired(what, [b["t"][stage] - a["t"][stage] for a, b in zip(got["A"], got["B"], strict=True)])
     ca, cb = (statistics.median(r["cpu"] for r in got[side]) for side in ("A", "B"))
     print(f"  client CPU per recall, all threads, embedding included (median ms): A {ca:.2f} | B {cb:.2f}")
     print(
