@@ -366,6 +366,9 @@ _OPEN_PREFIX: Final = re.compile(
 )
 # In a question, what holds at a time: "as of X", "as at X", "by X" (see the module docstring).
 _AS_OF_HEAD: Final = re.compile(r"\b(?:as\s+(?:of|at)|by)\s+", re.IGNORECASE)
+_AS_OF_LOOKAHEAD_CHARS: Final = 24
+"""A head is re-read when a mention starts this close after it: Duckling's own "by July 10" (now
+until then) can swallow the date and leave only "2022" of "by July 10, 2022" as a mention."""
 # "as of the summer of 2022", "by the 5th": the date may be read from after the article.
 _AS_OF_ARTICLE: Final = re.compile(r"the\s+", re.IGNORECASE)
 
@@ -1741,19 +1744,17 @@ class DucklingDateParser:
     def _query_mentions(self, text: str, reference_time: _dt.datetime) -> list[DateMention]:
         """A question's date mentions, a date asked "as of" / "as at" / "by" read as a state at it.
 
-        Only heads with a date right after them change anything (one more parse, of the text with
-        those heads blanked: Duckling reads "at 3 December" as 3 a.m. and "by December" as now
-        until next December); every other question parses exactly as :meth:`parse_dates`.
+        A head with a mention at or just after it costs one more parse, of the text with those
+        heads blanked (Duckling reads "at 3 December" as 3 a.m. and "by December" as now until
+        next December); only a date starting right after a head changes. A question with no such
+        head parses exactly as :meth:`parse_dates`.
         """
         mentions = self.parse_dates(text, reference_time)
         text = text[: self.max_text_chars]
         heads = [
             head
             for head in _AS_OF_HEAD.finditer(text)
-            if any(
-                head.start() <= m.start_char < head.end() or _right_after(head.end(), m.start_char, text)
-                for m in mentions
-            )
+            if any(head.start() <= m.start_char <= head.end() + _AS_OF_LOOKAHEAD_CHARS for m in mentions)
         ]
         if not heads:
             return mentions

@@ -621,6 +621,12 @@ AS_OF_CASES: list[tuple[str, dt.datetime, Expected]] = [
         R_SAT,
         (d(2021, 7, 10), eod(2022, 7, 10), "day"),
     ),
+    # asked after the date, Duckling's "by July 10" (now until next July) left only "2022"
+    (
+        "How many video game tournaments has Nate won by July 10, 2022?",
+        d(2022, 11, 12),
+        (d(2021, 7, 10), eod(2022, 7, 10), "day"),
+    ),
     # Duckling's own "by December" runs from now to next December; read past-preferred instead
     ("What had she read by December?", R_WED, (d(2022, 12, 1), eod(2023, 12, 31), "month")),
     # unchanged: "in X", "before X", "by" not followed by a date, no date at all
