@@ -11,6 +11,7 @@ did. "Without" is the hull of ``parse_dates`` (what ``parse_query_dates`` return
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import os
 import sys
 from pathlib import Path
@@ -18,20 +19,23 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _locomo import Conversation, load_locomo
+from _locomo import load_locomo
 from dated_paragraphs import build_dataset
 
+from shared_core.extraction import dates
 from shared_core.extraction.dates import DucklingDateParser
 from shared_core.types import TimeWindow
 
 
-def _hull(parser: DucklingDateParser, text: str, conv: Conversation) -> TimeWindow | None:
-    windows = [m.window for m in parser.parse_dates(text, conv.query_time)]
+def _hull(parser: DucklingDateParser, text: str, ref: dt.datetime) -> TimeWindow | None:
+    """What ``parse_query_dates`` returned before the rule: the hull of every mention."""
+    windows = [m.window for m in parser.parse_dates(text, ref)]
     if not windows:
         return None
     if len(windows) == 1:
         return windows[0]
-    return TimeWindow(start=min(w.start for w in windows), end=max(w.end for w in windows))
+    grain = dates._coarsest([w.grain for w in windows])  # what parse_query_dates did before
+    return TimeWindow(start=min(w.start for w in windows), end=max(w.end for w in windows), grain=grain)
 
 
 def _fmt(w: TimeWindow | None) -> str:
@@ -62,9 +66,9 @@ def main() -> None:
             conv = convs[i]
             for q in conv.questions:
                 total += 1
-                before = _hull(parser, q.question, conv)
+                before = _hull(parser, q.question, conv.query_time)
                 after = parser.parse_query_dates(q.question, conv.query_time)
-                if (before and (before.start, before.end)) != (after and (after.start, after.end)):
+                if before != after:
                     moved += 1
                     print(
                         f"  {name} conv {i} cat {q.category}: {q.question!r}: {_fmt(before)} -> {_fmt(after)}"
