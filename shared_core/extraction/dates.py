@@ -32,7 +32,7 @@ Design choices (all documented here once; tests in ``tests/unit/test_dates.py``)
   In a *question* (``parse_query_dates`` only), "as of X" / "as at X" and "by X" (with a date
   straight after "by": "inspired by John" is no time) ask what holds at X, told any time up to
   it: the same look-back from the start of X, ending at the end of X, inclusive ("How long has
-  Tim played the piano, as of December 2023?" is December 2022 - 31 December 2023, not December).
+  Tim played the piano, as of December 2023?" is 1 December 2022 - 31 December 2023, not December).
   A memory's own dates are read as written: there "by Friday" is a deadline and "as of
   December" when a state began.
 * **Fuzzy counts**: "a couple of" = 2-3, "a few" = 2-4, "several" = 3-7 units
