@@ -29,6 +29,12 @@ Design choices (all documented here once; tests in ``tests/unit/test_dates.py``)
 * **Open-ended**: "since X" / "after X" run from X to the reference time; "before X" / "until X"
   look back :data:`DEFAULT_OPEN_ENDED_LOOKBACK_YEARS` year(s) from the start of X, ending just
   before it. A bounded lookback keeps the temporal arm selective.
+  In a *question* (``parse_query_dates`` only), "as of X" / "as at X" and "by X" (with a date
+  straight after "by": "inspired by John" is no time) ask what holds at X, told any time up to
+  it: the same look-back from the start of X, ending at the end of X, inclusive ("How long has
+  Tim played the piano, as of December 2023?" is 1 December 2022 - 31 December 2023, not December).
+  A memory's own dates are read as written: there "by Friday" is a deadline and "as of
+  December" when a state began.
 * **Fuzzy counts**: "a couple of" = 2-3, "a few" = 2-4, "several" = 3-7 units
   (:data:`DEFAULT_FUZZY_COUNTS`); "a few weeks ago" is the day range those counts span.
   "the past two weeks" / "the last 3 months" / "the past year" are rolling windows ending at the
@@ -358,6 +364,13 @@ _DATE_PREPOSITION_BEFORE: Final = re.compile(
 _OPEN_PREFIX: Final = re.compile(
     r"\b(?P<prep>since|after|before|until|till|up\s+to|prior\s+to)\s+$", re.IGNORECASE
 )
+# In a question, what holds at a time: "as of X", "as at X", "by X" (see the module docstring).
+_AS_OF_HEAD: Final = re.compile(r"\b(?:as\s+(?:of|at)|by)\s+", re.IGNORECASE)
+_AS_OF_LOOKAHEAD_CHARS: Final = 24
+"""A head is re-read when a mention starts this close after it: Duckling's own "by July 10" (now
+until then) can swallow the date and leave only "2022" of "by July 10, 2022" as a mention."""
+# "as of the summer of 2022", "by the 5th": the date may be read from after the article.
+_AS_OF_ARTICLE: Final = re.compile(r"the\s+", re.IGNORECASE)
 
 # Bare years: a 4-digit number not glued to other digits, ids or currency ...
 _BARE_YEAR: Final = re.compile(r"(?<![\w#$€£¥.,:/@-])(?P<year>[12]\d{3})(?!\w|[.,:/-]\d|%)")
@@ -1716,7 +1729,7 @@ class DucklingDateParser:
         Several mentions ("between summer 2022 and spring 2023") span from the earliest start to
         the latest end; the grain is the coarsest of theirs.
         """
-        mentions = self.parse_dates(text, reference_time)
+        mentions = self._query_mentions(text, reference_time)
         if not mentions:
             return None
         if len(mentions) == 1:
@@ -1727,6 +1740,34 @@ class DucklingDateParser:
             end=max(w.end for w in windows),
             grain=_coarsest([w.grain for w in windows]),
         )
+
+    def _query_mentions(self, text: str, reference_time: _dt.datetime) -> list[DateMention]:
+        """A question's date mentions, a date asked "as of" / "as at" / "by" read as a state at it.
+
+        A head with a mention at or just after it costs one more parse, of the text with those
+        heads blanked (Duckling reads "at 3 December" as 3 a.m. and "by December" as now until
+        next December); only a date starting right after a head changes. A question with no such
+        head parses exactly as :meth:`parse_dates`.
+        """
+        mentions = self.parse_dates(text, reference_time)
+        text = text[: self.max_text_chars]
+        heads = [
+            head
+            for head in _AS_OF_HEAD.finditer(text)
+            if any(head.start() <= m.start_char <= head.end() + _AS_OF_LOOKAHEAD_CHARS for m in mentions)
+        ]
+        if not heads:
+            return mentions
+        blanked = text
+        for head in heads:  # same length: offsets still index the question
+            blanked = blanked[: head.start()] + " " * (head.end() - head.start()) + blanked[head.end() :]
+        ends = [head.end() for head in heads]
+        return [
+            _as_of(m, self.open_ended_lookback_years)
+            if any(_right_after(end, m.start_char, blanked) for end in ends)
+            else m
+            for m in self.parse_dates(blanked, reference_time)
+        ]
 
     def event_window(self, text: str, mentioned_at: _dt.datetime) -> TimeWindow | None:
         """The window a memory's text is about: its most specific date mention, or None.
@@ -1777,6 +1818,26 @@ class DucklingDateParser:
             if self.min_year <= c.window.start.year <= max_year
         ]
         return sorted(mentions, key=lambda m: m.start_char)
+
+
+def _right_after(head_end: int, start: int, text: str) -> bool:
+    """Whether a mention starting at ``start`` is the date of a head ending at ``head_end``."""
+    return start == head_end or (
+        start > head_end and _AS_OF_ARTICLE.fullmatch(text, head_end, start) is not None
+    )
+
+
+def _as_of(mention: DateMention, lookback_years: int) -> DateMention:
+    """``mention`` asked "as of": from the look-back before its start to its end, inclusive."""
+    window = mention.window
+    try:
+        start = _add_months(window.start, -12 * lookback_years)
+    except (ValueError, OverflowError):  # a date near year 1: keep what was asked
+        return mention
+    as_of = TimeWindow(start=start, end=window.end, grain=window.grain)
+    return DateMention(
+        text=mention.text, window=as_of, start_char=mention.start_char, end_char=mention.end_char
+    )
 
 
 @functools.cache

@@ -599,3 +599,66 @@ def test_first_time_is_no_day_of_the_month(parser: DucklingDateParser) -> None:
     )
     window = parser.event_window(text, d(2024, 5, 20, 9))
     assert window == TimeWindow(start=d(2010, 3, 1), end=eod(2010, 3, 31), grain="month")
+
+
+# --- "as of X" / "as at X" / "by X" in a question: a state at X, told any time up to X's end ------
+
+AS_OF_CASES: list[tuple[str, dt.datetime, Expected]] = [
+    # one year's look-back from the start of X (as "before X" has), ending at X's end, inclusive
+    (
+        "How long has Tim been playing the piano for, as of December 2023?",
+        R_SAT,
+        (d(2022, 12, 1), eod(2023, 12, 31), "month"),
+    ),
+    ("What was Ana reading as of 12 December?", R_SAT, (d(2022, 12, 12), eod(2023, 12, 12), "day")),
+    # "at 3 December" alone is 3 a.m. to Duckling: "as at" is read as one word
+    ("Where did she live as at 3 December 2023?", R_SAT, (d(2022, 12, 3), eod(2023, 12, 3), "day")),
+    ("What was he reading as of last week?", R_MON, (d(2022, 5, 1), eod(2023, 5, 7), "week")),
+    ("Where did Ana live as of the summer of 2022?", R_SAT, (d(2021, 6, 1), eod(2022, 8, 31), "season")),
+    # "by X" only when a date follows it at once
+    (
+        "How many tournaments has Nate won by July 10, 2022?",
+        R_SAT,
+        (d(2021, 7, 10), eod(2022, 7, 10), "day"),
+    ),
+    # asked after the date, Duckling's "by July 10" (now until next July) left only "2022"
+    (
+        "How many video game tournaments has Nate won by July 10, 2022?",
+        d(2022, 11, 12),
+        (d(2021, 7, 10), eod(2022, 7, 10), "day"),
+    ),
+    # Duckling's own "by December" runs from now to next December; read past-preferred instead
+    ("What had she read by December?", R_WED, (d(2022, 12, 1), eod(2023, 12, 31), "month")),
+    # unchanged: "in X", "before X", "by" not followed by a date, no date at all
+    ("What did Tim do in December 2023?", R_SAT, (d(2023, 12, 1), eod(2023, 12, 31), "month")),
+    ("What did Tim do before June 2023?", R_SAT, (d(2022, 6, 1), eod(2023, 5, 31), "month")),
+    ("What was shared by John on December 1, 2023?", R_SAT, (d(2023, 12, 1), eod(2023, 12, 1), "day")),
+    ("What is Joanna inspired by?", R_SAT, None),
+    ("What area was hit by a flood?", R_SAT, None),
+]
+
+
+@pytest.mark.parametrize(("text", "ref", "expected"), AS_OF_CASES, ids=[_case_id(c) for c in AS_OF_CASES])
+def test_as_of_in_a_question_looks_back_to_the_end_of_the_time(
+    parser: DucklingDateParser, text: str, ref: dt.datetime, expected: Expected
+) -> None:
+    _assert_query_window(parser, text, ref, expected)
+
+
+def test_as_of_is_read_in_questions_only(parser: DucklingDateParser) -> None:
+    # In a memory "by Friday" is a deadline and "as of December" when a state began: the rule is
+    # the question's (what holds at X), so what retain dates stays as it was.
+    by_friday = parser.parse_dates("I'll finish the painting by Friday.", R_MON)
+    assert [(m.text, m.window) for m in by_friday] == [
+        ("by Friday", TimeWindow(start=R_MON, end=eod(2023, 5, 11), grain="day"))
+    ]
+    as_of = parser.event_window("As of December 2023 I'm vegan.", R_SAT)
+    assert as_of == TimeWindow(start=d(2023, 12, 1), end=eod(2023, 12, 31), grain="month")
+    as_at = parser.parse_dates("Where did she live as at 3 December 2023?", R_SAT)
+    assert [m.text for m in as_at] == ["at 3 December 2023"]  # Duckling's own reading, unchanged
+
+
+def test_as_of_without_duckling() -> None:
+    rules_only = DucklingDateParser(use_duckling=False)
+    window = rules_only.parse_query_dates("Where did Ana live as of summer 2022?", R_MON)
+    assert window == TimeWindow(start=d(2021, 6, 1), end=eod(2022, 8, 31), grain="season")
