@@ -92,7 +92,10 @@ _LOG_FILE: Final = "log"
 _PRIVATE_MODE: Final = 0o700
 _START_TIMEOUT_S: Final = 60
 _STOP_TIMEOUT_S: Final = 20
-# A process's start time, as psutil reports it, is stable to well under this.
+# A process's start time, as psutil reports it, is stable to well under this while the wall
+# clock is; on Linux it is derived from the boot time, which moves when the clock is stepped
+# (seen: 45 s on a VM), so there a user is matched by its start in clock ticks since boot
+# (``_start_key``) and this tolerance only judges entries written without it.
 _START_TIME_TOLERANCE_S: Final = 0.5
 _HBA: Final = """\
 # Written by hindsight-retrievers: Unix socket only (the server listens on no TCP address),
@@ -459,6 +462,35 @@ def _process_start(pid: int) -> float | None:
         return None
 
 
+def _start_key(pid: int) -> dict[str, int]:
+    """A clock-independent mark of when ``pid`` started: ``{"start_ticks": n}`` from Linux's
+    ``/proc/<pid>/stat`` (clock ticks after boot, which no wall-clock step moves), else empty."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+        # Field 22; the command name (field 2) may hold spaces and ")", so count from its end.
+        return {"start_ticks": int(stat[stat.rindex(b")") + 2 :].split()[19])}
+    except (OSError, ValueError, IndexError):
+        return {}
+
+
+def _is_running(entry: dict[str, object]) -> bool:
+    """Whether the process an entry of the users file records still runs (not a reused pid)."""
+    pid, started, ticks = entry.get("pid"), entry.get("started"), entry.get("start_ticks")
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return False
+    if isinstance(ticks, int) and not isinstance(ticks, bool):
+        now = _start_key(pid).get("start_ticks")
+        if now is not None:
+            return now == ticks and _process_start(pid) is not None  # a zombie is not a user
+    current = _process_start(pid)
+    return (
+        current is not None
+        and isinstance(started, (int, float))
+        and abs(current - float(started)) < _START_TIME_TOLERANCE_S
+    )
+
+
 def _live_users(path: Path) -> list[dict[str, float]]:
     """The recorded users of ``path`` that are still running (a reused pid does not count)."""
     try:
@@ -467,11 +499,8 @@ def _live_users(path: Path) -> list[dict[str, float]]:
         return []
     live = []
     for entry in entries if isinstance(entries, list) else []:
-        if not isinstance(entry, dict):
-            continue
-        started = _process_start(int(entry.get("pid", -1)))
-        if started is not None and abs(started - float(entry.get("started", 0))) < _START_TIME_TOLERANCE_S:
-            live.append({"pid": int(entry["pid"]), "started": float(entry["started"])})
+        if isinstance(entry, dict) and _is_running(entry):
+            live.append({k: entry[k] for k in ("pid", "started", "start_ticks") if k in entry})
     return live
 
 
@@ -542,7 +571,7 @@ def _open(path: Path) -> _Handle:
     me = _process_start(os.getpid())
     assert me is not None
     users = [u for u in users if u["pid"] != os.getpid()]
-    _write_users(path, [*users, {"pid": os.getpid(), "started": me}], account)
+    _write_users(path, [*users, {"pid": os.getpid(), "started": me, **_start_key(os.getpid())}], account)
     return _Handle(dsn=_dsn(path, socket_dir), account=account, users=0)
 
 
