@@ -29,9 +29,11 @@ Measured per size, ``reranker="none"``, ``budget="mid"``, ``trace=True``:
   embedding + SQL; the ratio of their p50s and the median per-pair ratio, which drift in the
   machine's speed between the separate runs above does not move; once for the default recall
   (the headline's) and once with ``k=10``, the like-for-like with plain's ten rows;
-* one memory into the loaded bank (``--single``, default 30 retains of one LoCoMo-style turn
+* one memory into the loaded bank (``--single``, default 100 retains of one LoCoMo-style turn
   with its vector given, extraction on: an agent storing a chat turn), deleted afterwards so
-  the bank stays reusable; beside one plain ``INSERT`` of one vector into the plain table;
+  the bank stays reusable; each beside one plain ``INSERT`` of the same vector into the plain
+  table, the two in turn after a ``CHECKPOINT`` and 5 untimed steps, every vector new to both
+  indexes (``measure_single_retain``);
 * langchain-postgres ``PGVectorStore.similarity_search`` (k=10, HNSW index) over a copy of the
   10k corpus in its own table on the same server (the 10k size only).
 """
@@ -64,7 +66,6 @@ from _clients import run_clients
 from _corpus import CORPUS_VERSION, Corpus, Memory, Queries, make_corpus, make_queries
 from _plain import (
     data_root,
-    plain_insert_one,
     plain_load,
     plain_table,
     plain_topk,
@@ -416,37 +417,79 @@ def measure_filtered(
     return out
 
 
-def measure_single_retain(dsn: str, bank: str, vectors: Any) -> dict[str, float]:
+#: Retains (and plain INSERTs) before the timed ones of :func:`measure_single_retain`: the first
+#: retains of a new engine open its connections and fill their caches (25-55 ms against ~22 in
+#: steady state at load 2, docs/benchmarks/single18_method.md), which an agent's long-lived
+#: engine pays once.
+SINGLE_WARMUP = 5
+
+
+def measure_single_retain(
+    dsn: str, bank: str, table: str, vectors: Any, *, start_id: int, seed: int
+) -> dict[str, Any]:
     """``len(vectors)`` retains of one chat turn each (vector given, extraction on) into the loaded
-    ``bank``, with an engine of default configuration; the memories are deleted afterwards."""
+    ``bank``, with an engine of default configuration, each beside one plain ``INSERT`` of the
+    same vector into the plain ``table`` (ids from ``start_id``). The two run in turn, who goes
+    first swapped for each of the four turns in turn, so both sides see the same moment of the
+    server (a checkpoint, the plain load's writes); :data:`SINGLE_WARMUP` untimed steps first
+    (on the first vectors). Each vector is a stored one plus noise drawn from ``seed``, so it is
+    new to both indexes: a vector already in an HNSW index (a stored one, or one that a previous
+    run retained and deleted on a reused bank) takes pgvector's cheaper duplicate path (no new
+    graph element, no neighbour pages updated). A ``CHECKPOINT`` comes first (where the server
+    allows it), so every run starts at the same point of the checkpoint cycle: the plain load
+    just before writes hundreds of MB of WAL, and wherever its checkpoints left the cycle, the
+    first retains after it logged ~117 whole pages each (50-106 ms). After a checkpoint the first
+    change of each page is logged whole: the dear end of the cycle, and the usual case of an
+    agent writing a turn every few seconds into a large bank, whose writes rarely touch a page
+    twice between checkpoints. Our memories are deleted afterwards, so the bank stays reusable.
+    Returns ``{"ours": ..., "plain": ..., "checkpoint_first": ...}``."""
+    import psycopg
+    from pgvector.psycopg import register_vector
+    from psycopg import sql
+
     from shared_core import MemoryEngine
     from shared_core.types import MemoryItem
 
-    rng = np.random.default_rng(5)
-    count = len(vectors)
+    rng = np.random.default_rng(seed)
     turns = [
         'Alice said, "I finally went hiking near Denver with Bob last Saturday."',
         'Bob said, "Work at Dunder Mifflin has been hectic since March."',
         'Zara said, "Thanks! I\'ll try the pottery class next week."',
         'Liam said, "ok, sounds good"',
     ]
-    ms, ids = [], []
-    with MemoryEngine(dsn) as engine:
-        warm = engine.retain(["warm-up turn about Paris in May 2023"], bank=bank, progress=False)
-        ids += warm
-        for i in range(count):
+    insert = sql.SQL("INSERT INTO {} (id, embedding) VALUES (%s, %s)").format(sql.Identifier(table))
+    ms: dict[str, list[float]] = {"ours": [], "plain": []}
+    ids: list[str] = []
+    warm = [vectors[i % len(vectors)] for i in range(SINGLE_WARMUP)]
+    steps = list(enumerate([*warm, *vectors]))
+    with MemoryEngine(dsn) as engine, psycopg.connect(dsn, autocommit=True) as plain:
+        register_vector(plain)
+        try:
+            plain.execute("CHECKPOINT")
+            checkpoint = True
+        except psycopg.errors.InsufficientPrivilege:  # a server of someone else's: its cycle
+            checkpoint = False
+        for step, picked in steps:
             # A neighbour of a stored memory, so semantic links form as they would for real.
-            vector = vectors[i] + rng.normal(0, 0.02, size=vectors.shape[1]).astype(np.float32)
+            vector = (picked + rng.normal(0, 0.02, size=picked.shape[0])).astype(np.float32)
             item = MemoryItem(
-                text=turns[i % len(turns)],
-                mentioned_at=dt.datetime(2024, 6, 1, tzinfo=dt.UTC) + dt.timedelta(hours=i),
+                text=turns[step % len(turns)],
+                mentioned_at=dt.datetime(2024, 6, 1, tzinfo=dt.UTC) + dt.timedelta(hours=step),
                 embedding=vector.tolist(),
             )
-            t0 = time.perf_counter()
-            ids += engine.retain([item], bank=bank, progress=False)
-            ms.append((time.perf_counter() - t0) * 1e3)
+            took = {}
+            for side in ("ours", "plain") if (step + step // len(turns)) % 2 == 0 else ("plain", "ours"):
+                t0 = time.perf_counter()
+                if side == "ours":
+                    ids += engine.retain([item], bank=bank, progress=False)
+                else:
+                    plain.execute(insert, (start_id + step, vector))
+                took[side] = (time.perf_counter() - t0) * 1e3
+            if step >= SINGLE_WARMUP:
+                for side, value in took.items():
+                    ms[side].append(value)
         engine.delete(ids, bank=bank)
-    return describe(ms)
+    return {**{side: describe(values) for side, values in ms.items()}, "checkpoint_first": checkpoint}
 
 
 def measure_pgvectorstore(
@@ -729,7 +772,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument(
         "--quick", action="store_true", help="2k only, 40 calls, no PGVectorStore (part of `make bench`)"
     )
-    p.add_argument("--single", type=int, default=30, help="one-memory retains into the loaded bank")
+    p.add_argument(
+        "--single",
+        type=int,
+        default=100,
+        help="one-memory retains into the loaded bank, each beside a plain INSERT (after "
+        f"{SINGLE_WARMUP} untimed)",
+    )
     p.add_argument("--out", type=Path, default=None, help="JSON report path")
     p.add_argument("--md", type=Path, default=None, help="write the markdown tables here")
     p.add_argument("--calls", type=int, default=200, help="recalls per measurement")
@@ -888,15 +937,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                     engine, bank, queries, table, embedder.embed_query, calls=args.calls, options={"k": 10}
                 )
                 print(f"  paired, k=10: {size['paired_k10_1']['ratio_of_p50']}x", flush=True)
-                picks = vectors[[(i * 97) % n for i in range(args.single)]]
                 if args.single:
-                    size["plain_single_insert_ms"] = describe(
-                        plain_insert_one(engine.dsn, table, picks, start_id=n)
-                    )
+                    picks = vectors[[(i * 97) % n for i in range(args.single)]]
+                    seed = time.time_ns()  # new vectors every run: see measure_single_retain
+                    single = measure_single_retain(engine.dsn, bank, table, picks, start_id=n, seed=seed)
+                    size["single_retain_ms"] = single["ours"]
+                    size["plain_single_insert_ms"] = single["plain"]
+                    size["single_seed"] = seed
+                    size["single_checkpoint_first"] = single["checkpoint_first"]
+                    print(f"  one memory into the bank: {single}", flush=True)
             del vectors
-            if args.single:
-                size["single_retain_ms"] = measure_single_retain(engine.dsn, bank, picks)
-                print(f"  one memory into the bank: {size['single_retain_ms']}", flush=True)
             if store_corpus is not None:
                 try:
                     size["pgvectorstore"] = measure_pgvectorstore(

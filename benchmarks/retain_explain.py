@@ -71,6 +71,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--count", type=int, default=20)
     p.add_argument("--vectors", choices=("corpus", "random"), default="random")
     p.add_argument("--size", type=int, default=100_000)
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=5,
+        help="the noise of --vectors corpus (5: single_retain.py's; another seed for vectors no "
+        "earlier run inserted, since pgvector inserts a vector already in the index, dead or "
+        "alive, by its cheaper duplicate path)",
+    )
+    p.add_argument(
+        "--checkpoint",
+        action="store_true",
+        help="a CHECKPOINT before each retain: the state after one, where the first change of "
+        "each page since it writes the whole page to the WAL (full-page writes)",
+    )
     p.add_argument("--out", type=Path, default=None)
     p.add_argument(
         "--data-dir", type=Path, default=os.environ.get("HINDSIGHT_BENCH_PGDATA") or None, required=False
@@ -114,12 +128,17 @@ def main(argv: list[str] | None = None) -> int:
                     if isinstance(query.statement, sql.Composable)
                     else sql.SQL(query.statement)
                 )  # type: ignore[arg-type]
+                # The EXPLAIN runs the statement first: the WAL of its first change of each page
+                # (whole pages after a checkpoint) is counted here, not in the real run's column.
+                w_explain = _wal_position()
                 cur.execute(sql.SQL("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ") + text, query.params)
                 row = cur.fetchone()
+                explain_wal = (_wal_position() - w_explain) / 1024
                 cur.execute("ROLLBACK TO SAVEPOINT explain")
             doc = row[0][0] if isinstance(row[0], list) else json.loads(row[0])[0]
             s = stats[key]
             s["planning"].append(doc.get("Planning Time", 0.0))
+            s["EXPLAIN run, WAL kB"].append(explain_wal)
             s["execution"].append(doc.get("Execution Time", 0.0))
             for trig in doc.get("Triggers", []):
                 s[f"trigger {trig['Trigger Name']} ({trig.get('Relation', '')})"].append(trig["Time"])
@@ -127,6 +146,7 @@ def main(argv: list[str] | None = None) -> int:
             _walk(doc["Plan"], lines)
             plans[key] = lines
             pid = conn.info.backend_pid
+            w0 = _wal_position()
             c0, t0 = _backend_cpu_ms(pid), time.perf_counter()
             if conn._pipeline is None:
                 out.append(runner._exec_sync(conn, query))
@@ -139,11 +159,18 @@ def main(argv: list[str] | None = None) -> int:
                     out.append(runner._result_sync(cur, query))
             s["real, one round trip"].append((time.perf_counter() - t0) * 1e3)
             s["real, backend CPU"].append(_backend_cpu_ms(pid) - c0)
+            s["real, WAL kB"].append((_wal_position() - w0) / 1024)
         return out
 
     loadavg_start = [round(x, 2) for x in os.getloadavg()]
-    rng = np.random.default_rng(5)
-    with MemoryEngine(data_dir=args.data_dir) as engine:
+    rng = np.random.default_rng(args.seed)
+    with MemoryEngine(data_dir=args.data_dir) as engine, psycopg.connect(engine.dsn, autocommit=True) as side:
+
+        def _wal_position() -> int:
+            """Bytes of WAL written so far, server-wide (a private server: the retain's own)."""
+            row = side.execute("SELECT pg_current_wal_insert_lsn() - '0/0'::pg_lsn").fetchone()
+            return int(row[0]) if row else 0
+
         dim = engine.embedder.dimension
         if args.vectors == "corpus":
             from _corpus import make_corpus
@@ -167,6 +194,8 @@ def main(argv: list[str] | None = None) -> int:
             runner._results_sync = results
         try:
             for i in range(args.count):
+                if args.checkpoint:  # every page the retain writes is then logged whole once
+                    side.execute("CHECKPOINT")
                 if args.vectors == "corpus":
                     v = corpus[(i * 97) % len(corpus)] + rng.normal(0, 0.02, dim).astype(np.float32)
                 else:
@@ -185,6 +214,8 @@ def main(argv: list[str] | None = None) -> int:
     report: dict[str, Any] = {
         "count": args.count,
         "vectors": args.vectors,
+        "seed": args.seed,
+        "checkpoint_before_each": args.checkpoint,
         "loadavg_start": loadavg_start,
         "loadavg_end": [round(x, 2) for x in os.getloadavg()],
         "statements": {},

@@ -6,7 +6,10 @@
 Each tree runs in a worker process of its own (this interpreter, ``PYTHONPATH`` = the tree), on
 the same embedded server and bank; the driver asks both to retain the same chat turn (vector
 given, extraction on: ``single_retain.py``'s turns) in turn, alternating which goes first, so
-both see the same load. Prints p50/p95 of each side, the paired difference (the same turn, one
+both see the same load. The vectors (``--vectors near``, the default since session 18) are
+stored memories' plus noise drawn for this run, each side's a little apart, so every insert is
+a new HNSW element with semantic neighbours, as an agent's new turn is (``random`` keeps the
+earlier tool's vectors). Prints p50/p95 of each side, the paired difference (the same turn, one
 right after the other), the client CPU per retain and the load average. Every memory written
 is deleted at the end.
 
@@ -22,6 +25,7 @@ import os
 import statistics
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -37,15 +41,32 @@ from single_retain import TURNS
 from shared_core import MemoryEngine
 from shared_core.types import MemoryItem
 
-bank, side = sys.argv[2], sys.argv[3]
+bank, side, vectors, seed, calls = sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6])
 ids = []
 with MemoryEngine(data_dir=os.environ["HINDSIGHT_BENCH_PGDATA"]) as engine:
     dim = engine.embedder.dimension
+    if vectors == "near":
+        import psycopg
+        from pgvector.psycopg import register_vector
+
+        with psycopg.connect(engine.dsn) as conn:  # the bank's oldest memories: both sides alike
+            register_vector(conn)
+            stored = [np.asarray(v, dtype=np.float32) for (v,) in conn.execute(
+                "SELECT embedding FROM memory_units WHERE bank_id = %s ORDER BY id LIMIT %s", (bank, calls)
+            )]
     ids += engine.retain(["warm-up turn about Paris in May 2023"], bank=bank, progress=False)
     print("ready", flush=True)
     for line in sys.stdin:
         i = int(line)
-        vector = np.random.default_rng(i).normal(0, 1, dim).astype(np.float32)  # both sides alike
+        if vectors == "near":
+            # A neighbour of a stored memory (semantic links form, as recall_latency.py's), new
+            # to the index: this run's noise, and a little of this side's own, so neither side
+            # inserts the other's vector (pgvector's cheaper duplicate path).
+            base = stored[i % len(stored)]
+            vector = base + np.random.default_rng([seed, i]).normal(0, 0.02, dim).astype(np.float32)
+            vector += np.random.default_rng([seed, i, ord(side)]).normal(0, 0.001, dim).astype(np.float32)
+        else:
+            vector = np.random.default_rng(i).normal(0, 1, dim).astype(np.float32)  # both sides alike
         item = MemoryItem(
             text=TURNS[i % len(TURNS)],
             mentioned_at=dt.datetime(2024, 6, 1, tzinfo=dt.UTC) + dt.timedelta(hours=i),
@@ -59,9 +80,11 @@ with MemoryEngine(data_dir=os.environ["HINDSIGHT_BENCH_PGDATA"]) as engine:
 """
 
 
-def _worker(tree: Path, bank: str, side: str, data: Path | None) -> subprocess.Popen[str]:
+def _worker(
+    tree: Path, bank: str, side: str, data: Path | None, vectors: str, seed: int, calls: int
+) -> subprocess.Popen[str]:
     env = {"HINDSIGHT_BENCH_PGDATA": str(data)} if data is not None else None
-    return start_worker(_WORKER, [str(tree), bank, side], tree, env)
+    return start_worker(_WORKER, [str(tree), bank, side, vectors, str(seed), str(calls)], tree, env)
 
 
 def main() -> int:
@@ -71,15 +94,29 @@ def main() -> int:
     p.add_argument("--bank", default="bench-latency-v2-100000")
     p.add_argument("--count", type=int, default=100)
     p.add_argument("--warmup", type=int, default=4)
+    p.add_argument(
+        "--vectors",
+        choices=("near", "random"),
+        default="near",
+        help="near: a stored memory's vector plus noise new to this run (semantic links form, as "
+        "in recall_latency.py); random: random unit vectors, the same for both sides and every run "
+        "(the tool before session 18: no semantic link, and the second insert of each vector takes "
+        "pgvector's cheaper duplicate path)",
+    )
     p.add_argument("--data-a", type=Path, default=None, help="A's data directory ($HINDSIGHT_BENCH_PGDATA)")
     p.add_argument("--data-b", type=Path, default=None, help="B's data directory ($HINDSIGHT_BENCH_PGDATA)")
     args = p.parse_args()
-    a = _worker(args.a.resolve(), args.bank, "A", args.data_a)
-    b = _worker(args.b.resolve(), args.bank, "B", args.data_b)
+    seed = time.time_ns()
+    calls = args.warmup + args.count
+    a = _worker(args.a.resolve(), args.bank, "A", args.data_a, args.vectors, seed, calls)
+    b = _worker(args.b.resolve(), args.bank, "B", args.data_b, args.vectors, seed, calls)
     loads = [os.getloadavg()[0]]
     got: dict[str, list[dict[str, Any]]] = {"A": [], "B": []}
     for i in range(args.warmup + args.count):
-        order = [("A", a), ("B", b)] if i % 2 == 0 else [("B", b), ("A", a)]
+        # Who goes first alternates for each of the four turns in turn: alternating with i alone,
+        # A went first on turns 0 and 2 every time and B on 1 and 3 (the cheap "ok" turn), and
+        # the second retain finds the first's pages warm (with equal vectors: a duplicate).
+        order = [("A", a), ("B", b)] if (i + i // 4) % 2 == 0 else [("B", b), ("A", a)]
         out = {name: ask(proc, i) for name, proc in order}
         if i >= args.warmup:
             for name in ("A", "B"):
@@ -90,7 +127,10 @@ def main() -> int:
         assert proc.stdin is not None
         proc.stdin.close()
         proc.wait()
-    print(f"bank {args.bank}, {args.count} retains per side, load avg {min(loads):.2f}-{max(loads):.2f}")
+    print(
+        f"bank {args.bank}, {args.count} retains per side, vectors {args.vectors} (seed {seed}), "
+        f"load avg {min(loads):.2f}-{max(loads):.2f}"
+    )
     print(f"A = {args.a} {args.data_a or ''}\nB = {args.b} {args.data_b or ''}")
     for side in ("A", "B"):
         ms = sorted(r["ms"] for r in got[side])

@@ -12,7 +12,9 @@ from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
+import psycopg
 import pytest
+from psycopg import sql as psql
 
 from tests.fakes import hashed_words
 
@@ -150,6 +152,16 @@ def test_harness_on_tiny_corpus(engine: object, bank: str) -> None:
         )
         inserts = P.plain_insert_one(engine.dsn, table, corpus.vectors[:3], start_id=50)  # type: ignore[attr-defined]
         assert len(inserts) == 3
+        before = R.bank_count(engine, bank)
+        single = R.measure_single_retain(engine.dsn, bank, table, corpus.vectors[:3], start_id=100, seed=1)  # type: ignore[attr-defined]
+        assert single["ours"]["n"] == single["plain"]["n"] == 3  # the warm-up steps are not timed
+        assert single["checkpoint_first"] is True  # the embedded server's superuser may
+        assert R.bank_count(engine, bank) == before  # our memories are deleted again
+        with psycopg.connect(engine.dsn) as conn:  # type: ignore[attr-defined]
+            stored = conn.execute(
+                psql.SQL("SELECT count(*) FROM {}").format(psql.Identifier(table))
+            ).fetchone()
+        assert stored == (50 + 3 + 3 + R.SINGLE_WARMUP,)  # loaded, plain_insert_one, and one per step
     assert paired["ours_total_minus_rerank"]["n"] == paired["plain_sql_plus_embedding"]["n"] == 3
     assert paired["ratio_of_p50"] == pytest.approx(
         paired["ours_total_minus_rerank"]["p50"] / paired["plain_sql_plus_embedding"]["p50"], rel=0.05
