@@ -25,6 +25,7 @@ import datetime as _dt
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Final, Literal, get_args
 
 from shared_core.config import (
@@ -440,6 +441,8 @@ def apply_boosts(
     if asks_when and not window_present and reranker_scores:
         when_floor = max(_unit(float(r)) for r in reranker_scores) / (1.0 + cfg.when_alpha * (1.0 - NEUTRAL))
     scored: list[ScoredCandidate] = []
+    # proof_norm by proof count, once per count (most memories have one proof)
+    proofs: dict[int | None, float] = {}
     for position, (raw_score, info) in enumerate(zip(reranker_scores, candidates_info, strict=True)):
         reranker = _unit(float(raw_score))
         eff = effective_date(info.occurred_start, info.occurred_end, info.mentioned_at, info.date_grain)
@@ -454,7 +457,9 @@ def apply_boosts(
         else:
             own_date = info.occurred_start is not None or info.occurred_end is not None
             temporal_value = 1.0 if asks_when and own_date and reranker >= when_floor else NEUTRAL
-        proof = proof_norm(info.proof_count)
+        proof = proofs.get(info.proof_count)
+        if proof is None:
+            proof = proofs[info.proof_count] = proof_norm(info.proof_count)
         # boost() written out: 1 + alpha * (value - 0.5), the same operations in the same order
         recency_boost = 1.0 + recency_alpha * (rec - NEUTRAL)
         temporal_boost = 1.0 + temporal_alpha * (temporal_value - NEUTRAL)
@@ -474,5 +479,10 @@ def apply_boosts(
                 reranker * recency_boost * temporal_boost * proof_boost,
             )
         )
-    scored.sort(key=lambda s: (-s.final, s.position))
+    # Best final first, ties in input order: a stable sort, descending, keeps equal keys in
+    # their input (position) order, as the key (-final, position) did, without a tuple each.
+    scored.sort(key=_final, reverse=True)
     return scored
+
+
+_final = attrgetter("final")
