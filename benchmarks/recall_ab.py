@@ -32,11 +32,12 @@ from _ab import ask, start_worker
 from _args import add_scope_args, scope_options
 
 _WORKER = r"""
-import json, os, sys, threading, time
+import hashlib, json, os, sys, threading, time
 sys.path.insert(0, sys.argv[2] + "/benchmarks")
 import psycopg
 from _corpus import CORPUS_VERSION, make_queries
 from shared_core import EngineConfig, MemoryEngine
+import shared_core.embedding as embedding
 
 waits = [0]
 lock = threading.Lock()
@@ -46,6 +47,17 @@ def counting(self, gen, *a, **k):
         waits[0] += 1
     return original(self, gen, *a, **k)
 psycopg.Connection.wait = counting
+
+# the query embedding's CPU (its thread's), to report the recall's CPU without it
+embedded = [0.0]
+embed_query = embedding.SentenceTransformerEmbedder.embed_query
+def timed_embed(self, text):
+    cpu = time.thread_time()
+    try:
+        return embed_query(self, text)
+    finally:
+        embedded[0] += time.thread_time() - cpu
+embedding.SentenceTransformerEmbedder.embed_query = timed_embed
 
 size = int(sys.argv[1])
 options = json.loads(sys.argv[3])
@@ -57,13 +69,17 @@ with MemoryEngine(data_dir=os.environ["HINDSIGHT_BENCH_PGDATA"],
     for line in sys.stdin:
         i = int(line)
         waits[0] = 0
+        embedded[0] = 0.0
         cpu, wall = time.process_time(), time.perf_counter()
         r = engine.recall(queries.texts[i % len(queries.texts)], bank=bank,
                           query_timestamp=queries.query_time, trace=True, **({"reranker": "none"} | options))
         cpu, wall = (time.process_time() - cpu) * 1e3, (time.perf_counter() - wall) * 1e3
+        # every field of every memory (text, details, the whole ScoreBreakdown, relevance)
+        digest = hashlib.sha256(repr(r.memories).encode()).hexdigest()
         print(json.dumps({"t": r.trace.timings_ms | {"wall": wall}, "waits": waits[0], "cpu": cpu,
+                          "cpu_no_embedding": cpu - embedded[0] * 1e3,
                           "ids": [m.id for m in r.memories], "scores": [m.score for m in r.memories],
-                          "sims": [m.similarity for m in r.memories]}),
+                          "sims": [m.similarity for m in r.memories], "digest": digest}),
               flush=True)
 """
 
@@ -73,6 +89,11 @@ def _worker(
 ) -> subprocess.Popen[str]:
     env = {} if data_dir is None else {"HINDSIGHT_BENCH_PGDATA": str(data_dir)}
     return start_worker(_WORKER, [str(size), str(tree), json.dumps(options)], tree, env)
+
+
+# What must be the same on both sides: ids, scores, cosine similarities, and a digest of every
+# field of every returned memory (details, the whole score breakdown, the reranker's relevance).
+_COMPARED = ("ids", "scores", "sims", "digest")
 
 
 def _print_paired(what: str, diffs: list[float]) -> None:
@@ -139,9 +160,7 @@ def main() -> int:
         # alternate which side goes first, so neither always follows the other
         order = [("A", a), ("B", b)] if i % 2 == 0 else [("B", b), ("A", a)]
         out = {name: ask(proc, picked[i % len(picked)]) for name, proc in order}
-        if [out["A"][key] for key in ("ids", "scores", "sims")] != [
-            out["B"][key] for key in ("ids", "scores", "sims")
-        ]:
+        if [out["A"][key] for key in _COMPARED] != [out["B"][key] for key in _COMPARED]:
             differ.append(i)
         if i >= args.warmup:
             for name in ("A", "B"):
@@ -158,7 +177,14 @@ def main() -> int:
     )
     print(f"A = {args.a} {args.data_a or ''}\nB = {args.b} {args.data_b or ''}")
     if args.dump is not None:
-        args.dump.write_text(json.dumps({side: [r["t"] for r in got[side]] for side in got}))
+        args.dump.write_text(
+            json.dumps(
+                {
+                    side: [r["t"] | {"cpu_no_embedding": r["cpu_no_embedding"]} for r in got[side]]
+                    for side in got
+                }
+            )
+        )
     sa, sb = summarise([r["t"] for r in got["A"]]), summarise([r["t"] for r in got["B"]])
     for stage in dict.fromkeys([*sa, *sb]):
         fa, fb = sa.get(stage), sb.get(stage)
@@ -182,8 +208,18 @@ def main() -> int:
         _print_paired(what, [b["t"][stage] - a["t"][stage] for a, b in zip(got["A"], got["B"], strict=True)])
     ca, cb = (statistics.median(r["cpu"] for r in got[side]) for side in ("A", "B"))
     print(f"  client CPU per recall, all threads, embedding included (median ms): A {ca:.2f} | B {cb:.2f}")
+    na, nb = ([r["cpu_no_embedding"] for r in got[side]] for side in ("A", "B"))
     print(
-        f"  identical results (ids, scores and cosine similarities): "
+        f"  client CPU per recall, all threads, without the query embedding's (median ms): "
+        f"A {statistics.median(na):.2f} | B {statistics.median(nb):.2f} "
+        f"(means {statistics.mean(na):.2f} | {statistics.mean(nb):.2f})"
+    )
+    _print_paired(
+        "client CPU without the embedding's (not ms of wall time)",
+        [b - a for a, b in zip(na, nb, strict=True)],
+    )
+    print(
+        f"  identical results (ids, scores, cosine similarities and every field of every memory): "
         f"{args.warmup + args.calls - len(differ)} of {args.warmup + args.calls}; differ at {differ}"
     )
     return 0

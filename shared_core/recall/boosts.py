@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final, Literal, get_args
+from operator import attrgetter
+from types import MappingProxyType
+from typing import Final, Literal, TypeVar, get_args
 
 from shared_core.config import (
     DEFAULT_PROOF_ALPHA,
@@ -350,8 +352,8 @@ class ScoredCandidate:
         if fused is not None and fused.id != self.id:
             raise ValueError(f"fused candidate {fused.id!r} is not scored candidate {self.id!r}")
         return _breakdown(
-            dict(fused.ranks) if fused else {},
-            dict(fused.arm_scores) if fused else {},
+            _as_dict(fused.ranks) if fused else {},
+            _as_dict(fused.arm_scores) if fused else {},
             fused.rrf if fused else 0.0,
             reranker_raw,
             self.reranker,
@@ -361,6 +363,28 @@ class ScoredCandidate:
             self.temporal_proximity,
             self.final,
         )
+
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+def _as_dict(mapping: Mapping[K, V]) -> dict[K, V]:
+    """A new ``dict`` of ``mapping``, as ``dict(mapping)`` makes it: copied in C when it is a
+    dict or a read-only view of one (fusion's ``MappingProxyType``), which ``dict()`` reads key
+    by key through the mapping protocol (1.5 against 0.2 us; twice per returned memory).
+
+    >>> from types import MappingProxyType
+    >>> ranks = MappingProxyType({"semantic": 2, "keyword": 1})
+    >>> copy = _as_dict(ranks)
+    >>> type(copy) is dict, copy == dict(ranks), list(copy) == list(ranks), copy is not ranks
+    (True, True, True, True)
+    """
+    if isinstance(mapping, MappingProxyType | dict):
+        copied = mapping.copy()
+        if type(copied) is dict:  # a proxy of another mapping copies to that mapping's type
+            return copied
+    return dict(mapping)
 
 
 # Built without calling the frozen classes (shared_core.slots): one ScoredCandidate per fused
@@ -440,6 +464,8 @@ def apply_boosts(
     if asks_when and not window_present and reranker_scores:
         when_floor = max(_unit(float(r)) for r in reranker_scores) / (1.0 + cfg.when_alpha * (1.0 - NEUTRAL))
     scored: list[ScoredCandidate] = []
+    # proof_norm by proof count, once per count (most memories have one proof)
+    proofs: dict[int | None, float] = {}
     for position, (raw_score, info) in enumerate(zip(reranker_scores, candidates_info, strict=True)):
         reranker = _unit(float(raw_score))
         eff = effective_date(info.occurred_start, info.occurred_end, info.mentioned_at, info.date_grain)
@@ -454,7 +480,9 @@ def apply_boosts(
         else:
             own_date = info.occurred_start is not None or info.occurred_end is not None
             temporal_value = 1.0 if asks_when and own_date and reranker >= when_floor else NEUTRAL
-        proof = proof_norm(info.proof_count)
+        proof = proofs.get(info.proof_count)
+        if proof is None:
+            proof = proofs[info.proof_count] = proof_norm(info.proof_count)
         # boost() written out: 1 + alpha * (value - 0.5), the same operations in the same order
         recency_boost = 1.0 + recency_alpha * (rec - NEUTRAL)
         temporal_boost = 1.0 + temporal_alpha * (temporal_value - NEUTRAL)
@@ -474,5 +502,10 @@ def apply_boosts(
                 reranker * recency_boost * temporal_boost * proof_boost,
             )
         )
-    scored.sort(key=lambda s: (-s.final, s.position))
+    # Best final first, ties in input order: a stable sort, descending, keeps equal keys in
+    # their input (position) order, as the key (-final, position) did, without a tuple each.
+    scored.sort(key=_final, reverse=True)
     return scored
+
+
+_final = attrgetter("final")

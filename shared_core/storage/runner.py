@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import re
 import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -32,6 +33,7 @@ from shared_core.storage.plan import (
     Plan,
     Query,
 )
+from shared_core.storage.statements import flat
 
 __all__ = ["run_async", "run_sync"]
 
@@ -40,7 +42,7 @@ T = TypeVar("T")
 _SET_CONFIG = sql.SQL("set_config({name}, {value}, true)")
 
 
-def _setting_statements(query: Query) -> list[sql.Composed]:
+def _setting_statements(query: Query) -> list[sql.SQL | sql.Composed]:
     """The statements applying ``query``'s settings: none, or one ``SELECT`` of every
     ``set_config`` (one round trip, not one per setting)."""
     items = dict(query.settings)
@@ -48,10 +50,28 @@ def _setting_statements(query: Query) -> list[sql.Composed]:
         items["statement_timeout"] = str(int(query.timeout_ms))
     if not items:
         return []
+    pairs = tuple(items.items())
+    if all(_PLAIN.fullmatch(text) for pair in pairs for text in pair):
+        return [_settings_statement(pairs)]
+    return [_compose_settings(pairs)]
+
+
+# Names and values that render alike with or without a connection (no quote, no backslash).
+_PLAIN = re.compile(r"[\w.\-]*")
+
+
+def _compose_settings(pairs: tuple[tuple[str, str], ...]) -> sql.Composed:
     calls = sql.SQL(", ").join(
-        _SET_CONFIG.format(name=sql.Literal(k), value=sql.Literal(v)) for k, v in items.items()
+        _SET_CONFIG.format(name=sql.Literal(k), value=sql.Literal(v)) for k, v in pairs
     )
-    return [sql.SQL("SELECT ") + calls]
+    return sql.SQL("SELECT ") + calls
+
+
+@functools.lru_cache(maxsize=256)
+def _settings_statement(pairs: tuple[tuple[str, str], ...]) -> sql.SQL:
+    """:func:`_compose_settings` composed once (shared_core.storage.statements): the graph
+    statement's, on every recall's path, rendered four literals at every run."""
+    return flat(_compose_settings(pairs))
 
 
 def _row_factory(query: Query) -> RowFactory[Any]:

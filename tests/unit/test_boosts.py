@@ -372,3 +372,19 @@ def test_only_a_wide_span_of_told_years_around_the_window_is_neutral() -> None:
     now = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
     scored = apply_boosts([0.5, 0.5], inputs, now, True, BoostConfig(recency_alpha=0.0, temporal_alpha=0.5))
     assert [(s.id, s.temporal_boost) for s in scored] == [("stint", 1.25), ("lead", 1.0)]
+
+
+def test_breakdown_copies_the_fused_mappings_into_new_dicts() -> None:
+    fused = reciprocal_rank_fusion(
+        {
+            "semantic": [ArmHit(id="a", score=0.9)],
+            "keyword": [ArmHit(id="b", score=2.0), ArmHit(id="a", score=1.0)],
+        }
+    )[0]
+    (scored,) = apply_boosts([0.7], [BoostInput(id="a")], dt.datetime(2024, 1, 1, tzinfo=dt.UTC), False)
+    breakdown = scored.breakdown(fused)
+    for copied, original in ((breakdown.arm_ranks, fused.ranks), (breakdown.arm_scores, fused.arm_scores)):
+        assert type(copied) is dict
+        assert list(copied.items()) == list(original.items())  # the same order too
+        copied.clear()  # a copy: the fused candidate keeps its own
+        assert len(original) == 2

@@ -131,6 +131,16 @@ class ArmQuery:
         token cut, is what lets a filtered recall fill its ``k`` with matching memories."""
         return sql.SQL("({} AND {})").format(tag_clause(self.tags, self.tags_match), self.filter.clause)
 
+    @staticmethod
+    def unfiltered_where() -> sql.Composable:
+        """:attr:`where_sql` of every query that is not :attr:`filtered` (no tags, no metadata
+        filter, not ``exact``): the arms compose their unfiltered statements once from it.
+
+        >>> print(ArmQuery.unfiltered_where().as_string())
+        (TRUE AND TRUE)
+        """
+        return sql.SQL("({} AND {})").format(tag_clause(None, "any"), MATCH_ALL.clause)
+
     @property
     def filtered(self) -> bool:
         """Whether :attr:`where_sql` restricts the memories: a metadata filter, tags, or the

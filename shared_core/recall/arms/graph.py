@@ -6,6 +6,7 @@ from them, so the filters that shaped those hits shaped its seeds too."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +28,7 @@ from shared_core.recall.fusion import ArmHit
 from shared_core.recall.settings import RecallSettings
 from shared_core.recall.timing import Stopwatch
 from shared_core.storage.plan import GENERIC_PLAN, Concurrently, Plan, Query
+from shared_core.storage.statements import flat
 from shared_core.types import CAUSAL_LINK_TYPES
 
 __all__ = ["GRAPH", "NEIGHBOURS", "graph_statement", "neighbour_plan", "query_entity_keys", "restart_mass"]
@@ -308,12 +310,22 @@ def _start(q: ArmQuery) -> Query | None:
     # identical (benchmarks/statement_cpu_ab.py, docs/benchmarks/lat_recall.md). The entity
     # terms are summed in one order (_GRAPH_ENTITY), so no plan changes a score's last bit.
     return Query(
-        graph_statement(q.where_sql, with_entities=True, filtered=q.filtered, types=type_clause(q)),
+        _unfiltered_statement()
+        if not q.filtered
+        else graph_statement(q.where_sql, with_entities=True, filtered=True, types=type_clause(q)),
         params,
         timeout_ms=q.settings.graph_timeout_ms,
         settings=GENERIC_PLAN,
         row_type=ScoredRow,
     )
+
+
+@functools.cache
+def _unfiltered_statement() -> sql.SQL:
+    """:func:`graph_statement` with entities, without a tag or metadata filter (``where_sql``
+    then always ``(TRUE AND TRUE)``, the type test :data:`TYPES_TEST`), composed once
+    (shared_core.storage.statements)."""
+    return flat(graph_statement(ArmQuery.unfiltered_where(), with_entities=True, types=TYPES_TEST))
 
 
 def _finish(q: ArmQuery, rows: Sequence[ScoredRow] | BaseException, watch: Stopwatch) -> Plan[ArmResult]:

@@ -4,6 +4,7 @@ term (:mod:`shared_core.recall.inflections`), are chosen rarest first."""
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from shared_core.recall.inflections import inflection_group, inflection_groups
 from shared_core.recall.query import KeywordRanking
 from shared_core.recall.timing import Stopwatch
 from shared_core.storage.plan import Plan, Query
+from shared_core.storage.statements import flat
 from shared_core.text import cjk_bigrams
 from shared_core.types import FACT_TYPES
 
@@ -409,16 +411,29 @@ def _unfiltered(q: ArmQuery) -> bool:
 def _start(q: ArmQuery) -> Query | None:
     if not (q.words or q.bigrams):
         return None
-    return Query(
-        keyword_statement(
+    statement: sql.SQL | sql.Composed = (
+        _unfiltered_statement(q.settings.keyword, _grouped(q), _unfiltered(q))
+        if not q.filtered
+        else keyword_statement(
             q.where_sql,
             q.settings.keyword,
             grouped=_grouped(q),
             postings=_unfiltered(q),
             types=type_clause(q),
-        ),
-        keyword_params(q, q.n * len(q.types)),
-        row_type=ScoredRow,
+        )
+    )
+    return Query(statement, keyword_params(q, q.n * len(q.types)), row_type=ScoredRow)
+
+
+@functools.cache
+def _unfiltered_statement(ranking: KeywordRanking, grouped: bool, postings: bool) -> sql.SQL:
+    """:func:`keyword_statement` without a tag or metadata filter (``where_sql`` then always
+    ``(TRUE AND TRUE)``, the type test :data:`TYPES_TEST`), composed once
+    (shared_core.storage.statements)."""
+    return flat(
+        keyword_statement(
+            ArmQuery.unfiltered_where(), ranking, grouped=grouped, postings=postings, types=TYPES_TEST
+        )
     )
 
 

@@ -4,6 +4,7 @@ filter, an exact ranking)."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -28,6 +29,7 @@ from shared_core.recall.query import TagsMatch
 from shared_core.recall.timing import Stopwatch
 from shared_core.storage.dimensions import Dimension
 from shared_core.storage.plan import Pipeline, Plan, Query
+from shared_core.storage.statements import flat
 from shared_core.types import FACT_TYPES
 
 __all__ = [
@@ -532,7 +534,16 @@ def _start(q: ArmQuery) -> Query:
     if _filtered(q) and not skips_exact(q):
         statement = filtered_semantic_rows_statement(q.where_sql, q.dimension, types=type_clause(q))
         return Query(statement, params, row_type=MemoryRow)
+    if not q.filtered:
+        return Query(_unfiltered_rows_statement(q.dimension), params, row_type=MemoryRow)
     return Query(semantic_rows_statement(q.where_sql, q.dimension), params, row_type=MemoryRow)
+
+
+@functools.cache
+def _unfiltered_rows_statement(dimension: Dimension) -> sql.SQL:
+    """:func:`semantic_rows_statement` without a tag or metadata filter (its ``where_sql`` is
+    then always ``(TRUE AND TRUE)``), composed once (shared_core.storage.statements)."""
+    return flat(semantic_rows_statement(ArmQuery.unfiltered_where(), dimension))
 
 
 def relative_cut(rows: Sequence[ScoredRow], fraction: float | None) -> Sequence[ScoredRow]:
