@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shared_core.errors import ConfigurationError, check_bank_embedder
+from shared_core.storable import text_problem
 from shared_core.storage.locks import LOCK_BANK_STATS
 from shared_core.storage.plan import Plan, Query
 from shared_core.types import BankInfo, BankStats, MemoryRecord
@@ -139,6 +140,15 @@ def delete_plan(bank: str, ids: Sequence[str] | None, document_id: str | None) -
     if (ids is None) == (document_id is None):
         raise ConfigurationError("delete needs either ids or document_id")
     parsed = parse_ids(ids) if ids is not None else None  # checked before anything runs
+    if document_id is not None:
+        # Else a NUL or an int reached the server as a refused call, a surrogate psycopg's encoder.
+        problem = (
+            text_problem(document_id)
+            if isinstance(document_id, str)
+            else f"must be a string, got {type(document_id).__name__}"
+        )
+        if problem is not None:
+            raise ConfigurationError(f"document_id {problem}")
     yield Query(LOCK_BANK_STATS, {"bank": bank}, fetch="none")
     if parsed is not None:
         count: int = yield Query(DELETE_UNITS, {"bank": bank, "ids": parsed}, fetch="none")

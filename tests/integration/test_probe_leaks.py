@@ -136,3 +136,11 @@ def test_close_during_recalls_is_a_typed_error(pg_data_dir: Path, bank: str) -> 
     for thread in threads:
         thread.join(60)
     assert leaks == []
+
+
+@pytest.mark.parametrize("document_id", ["a\ud800", "a\x00", 5])
+def test_delete_by_a_bad_document_id(engine: MemoryEngine, bank: str, document_id: Any) -> None:
+    engine.retain(["Alice works at Google."], bank=bank, document_id="doc")
+    with pytest.raises(ConfigurationError, match="document_id"):
+        engine.delete(bank=bank, document_id=document_id)
+    assert engine.stats(bank).memories == 1
