@@ -56,7 +56,9 @@ from hindsight_langchain._relevance import StoreRelevance, store_relevance
 from shared_core import ConfigurationError, MemoryEngine, MemoryItem
 from shared_core.embedding_adapters import ForeignEmbedder
 from shared_core.engine import AsyncMemoryEngine
-from shared_core.errors import InvalidQueryError
+from shared_core.errors import InvalidItemError, InvalidQueryError
+from shared_core.retain.prepare import coerce_items
+from shared_core.storable import text_problem
 from shared_core.storage.stream import MemoryStream, Metric, StreamAppend, StreamEntry
 
 __all__ = ["TimeWeightedHindsightRetriever"]
@@ -108,6 +110,30 @@ def _release(stream: MemoryStream, handle: EngineHandle) -> None:
         with contextlib.suppress(Exception):  # the engine may already be closed
             stream.drop()
     handle.close()
+
+
+def _check_query(query: Any) -> None:
+    """A query the embedder can take, or the typed error (upstream scoring embeds it here,
+    not through recall's checks)."""
+    if not isinstance(query, str):
+        raise InvalidQueryError(f"query must be a string, got {type(query).__name__}")
+    problem = text_problem(query.replace("\x00", ""))  # NULs embed fine, as before
+    if problem is not None:
+        raise InvalidQueryError(f"query {problem}")
+
+
+def _copy(index: int, document: Document) -> Document:
+    try:
+        return copy.deepcopy(document)
+    except RecursionError as exc:
+        raise InvalidItemError(index, "metadata is nested too deeply to copy") from exc
+
+
+def _stream_time(index: int, document: Document, key: str) -> tuple[datetime.datetime, str]:
+    try:
+        return to_aware(document.metadata[key])
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise InvalidItemError(index, f"metadata[{key!r}]: {exc}") from exc
 
 
 class TimeWeightedHindsightRetriever(BaseRetriever):
@@ -482,8 +508,7 @@ class TimeWeightedHindsightRetriever(BaseRetriever):
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        if not isinstance(query, str):
-            raise InvalidQueryError(f"query must be a string, got {type(query).__name__}")
+        _check_query(query)
         k = self._call_k(kwargs)
         if k == 0:
             return []
@@ -498,8 +523,7 @@ class TimeWeightedHindsightRetriever(BaseRetriever):
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        if not isinstance(query, str):
-            raise InvalidQueryError(f"query must be a string, got {type(query).__name__}")
+        _check_query(query)
         k = self._call_k(kwargs)
         if k == 0:
             return []
@@ -556,9 +580,13 @@ class TimeWeightedHindsightRetriever(BaseRetriever):
     ) -> tuple[list[Document], list[MemoryItem], list[datetime.datetime], list[datetime.datetime]]:
         if current_time is None:
             current_time = _now()
+        try:
+            to_aware(current_time)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise ConfigurationError(f"current_time: {exc}") from exc
         if ids is not None and len(ids) != len(documents):
             raise ConfigurationError(f"ids has {len(ids)} values for {len(documents)} documents")
-        copies = list(documents) if keep_objects else [copy.deepcopy(d) for d in documents]
+        copies = list(documents) if keep_objects else [_copy(i, d) for i, d in enumerate(documents)]
         items: list[MemoryItem] = []
         accessed: list[datetime.datetime] = []
         created: list[datetime.datetime] = []
@@ -571,8 +599,8 @@ class TimeWeightedHindsightRetriever(BaseRetriever):
                 doc.metadata["last_accessed_at"] = current_time
             if "created_at" not in doc.metadata:
                 doc.metadata["created_at"] = current_time
-            la, la_kind = to_aware(doc.metadata["last_accessed_at"])
-            ca, ca_kind = to_aware(doc.metadata["created_at"])
+            la, la_kind = _stream_time(i, doc, "last_accessed_at")
+            ca, ca_kind = _stream_time(i, doc, "created_at")
             kinds: dict[str, str] = {"last_accessed_at": la_kind, "created_at": ca_kind}
             stored: dict[str, Any] = {}
             for key, value in doc.metadata.items():
@@ -592,6 +620,9 @@ class TimeWeightedHindsightRetriever(BaseRetriever):
             items.append(MemoryItem(text=doc.page_content, metadata=stored, mentioned_at=ca))
             accessed.append(la)
             created.append(ca)
+        # The core's checks (text, metadata, ...) before the texts are embedded: a lone
+        # surrogate used to reach the tokenizer first, as its TypeError.
+        coerce_items(items)
         return copies, items, accessed, created
 
     def _number(self, copies: list[Document], appended: StreamAppend) -> list[str]:

@@ -164,6 +164,8 @@ class MemoryEngine:
         if embedder is not None and embeddings is not None:
             raise ConfigurationError("pass either embedder= or embeddings=, not both")
         given = embedder if embedder is not None else embeddings
+        if config is not None and not isinstance(config, EngineConfig):
+            raise ConfigurationError(f"config must be an EngineConfig, got {type(config).__name__}")
         self.config = config or EngineConfig()
         self._embedded_path: Path | None = None
         if dsn is None:

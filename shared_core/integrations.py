@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from shared_core.engine import AsyncMemoryEngine, MemoryEngine
 from shared_core.errors import ConfigurationError
+from shared_core.storage.documents import check_ids
 from shared_core.types import FACT_TYPES, FactType, MemoryItem, RecalledMemory
 
 __all__ = [
@@ -205,7 +206,7 @@ def document_ids(ids: Sequence[str]) -> list[str]:
     ['a', 'b#3', 'b', 'c#x']
     """
     out: list[str] = []
-    for key in ids:
+    for key in check_ids(ids):  # a caller's None or int is named here, not an AttributeError
         out.append(key)
         head, sep, tail = key.rpartition(PIECE_SEPARATOR)
         if sep and head and tail.isdigit() and head not in out:

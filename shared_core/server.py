@@ -591,11 +591,18 @@ def acquire_embedded(data_dir: Path | str | None = None) -> tuple[Path, str]:
         raise ConfigurationError(
             "the embedded server needs a POSIX system (Unix sockets); pass dsn='postgresql://...'"
         )
+    if data_dir is not None and not isinstance(data_dir, str | os.PathLike):
+        raise ConfigurationError(f"data_dir must be a path (str or Path), got {type(data_dir).__name__}")
     path = Path(data_dir).expanduser().resolve() if data_dir is not None else default_data_dir()
+    if path.exists() and not path.is_dir():
+        raise ConfigurationError(f"data_dir {str(path)!r} is a file, not a directory")
     with _lock:
         handle = _servers.get(path)
         if handle is None:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:  # a parent that is a file, or not writable: the caller's path
+                raise ConfigurationError(f"data_dir {str(path)!r} cannot be created: {exc}") from exc
             with _file_lock(path):
                 handle = _open(path)
             _servers[path] = handle

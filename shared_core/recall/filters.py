@@ -51,6 +51,7 @@ from shared_core.storage.plan import Plan, Query
 __all__ = [
     "FILTER_OPS",
     "MATCH_ALL",
+    "MAX_FILTER_DEPTH",
     "RANGE_VALUES_MAX",
     "And",
     "CompiledFilter",
@@ -110,6 +111,10 @@ _PGVECTOR_OPS: dict[str, FilterOp] = {
     "$exists": "exists",
 }
 _REAL_DATETIME = _dt.datetime  # bound at import: langchain's mock_now patches the module attribute
+
+
+MAX_FILTER_DEPTH = 32
+"""How many ``$and`` / ``$or`` / ``$not`` levels a filter may nest."""
 
 
 class InvalidFilterError(InvalidQueryError):
@@ -242,7 +247,9 @@ FilterExpr: TypeAlias = Condition | And | Or | Not
 
 
 # --------------------------------------------------------------------------- PGVector syntax
-def parse_filter(spec: Mapping[str, Any] | FilterExpr | None, path: str = "filter") -> FilterExpr | None:
+def parse_filter(
+    spec: Mapping[str, Any] | FilterExpr | None, path: str = "filter", *, depth: int = 0
+) -> FilterExpr | None:
     """PGVector's filter dict (or an already built tree, returned as is) as a filter tree.
 
     ``{"key": value}`` is ``$eq``; ``{"key": {"$op": value, ...}}`` (several operators are
@@ -259,6 +266,10 @@ def parse_filter(spec: Mapping[str, Any] | FilterExpr | None, path: str = "filte
     """
     if spec is None or isinstance(spec, Condition | And | Or | Not):
         return spec
+    if depth > MAX_FILTER_DEPTH:
+        # Python's recursion limit would stop a deeper one mid-parse (a RecursionError), and
+        # the SQL compiler and Postgres' own stack after it; no real filter comes near.
+        raise InvalidFilterError(path, f"filter is nested more than {MAX_FILTER_DEPTH} levels deep")
     if not isinstance(spec, Mapping):
         raise InvalidFilterError(
             path, f"expected a dict such as {{'key': 'value'}}, got {type(spec).__name__}"
@@ -269,12 +280,12 @@ def parse_filter(spec: Mapping[str, Any] | FilterExpr | None, path: str = "filte
     for key, value in spec.items():
         where = f"{path}[{key!r}]"
         if isinstance(key, str) and key.lower() in ("$and", "$or"):
-            clauses.append(_parse_list(key.lower(), value, where))
+            clauses.append(_parse_list(key.lower(), value, where, depth + 1))
         elif isinstance(key, str) and key.lower() == "$not":
             if isinstance(value, list | tuple):
-                inner = _parse_list("$or", value, where)
+                inner = _parse_list("$or", value, where, depth + 1)
             else:
-                inner = _parse_required(value, where)
+                inner = _parse_required(value, where, depth + 1)
             clauses.append(Not(inner))
         elif isinstance(key, str) and key.startswith("$"):
             raise InvalidFilterError(
@@ -287,17 +298,17 @@ def parse_filter(spec: Mapping[str, Any] | FilterExpr | None, path: str = "filte
     return clauses[0] if len(clauses) == 1 else And(tuple(clauses))
 
 
-def _parse_required(value: Any, path: str) -> FilterExpr:
-    parsed = parse_filter(value, path)
+def _parse_required(value: Any, path: str, depth: int) -> FilterExpr:
+    parsed = parse_filter(value, path, depth=depth)
     if parsed is None:
         raise InvalidFilterError(path, "expected a non-empty filter")
     return parsed
 
 
-def _parse_list(op: str, value: Any, path: str) -> FilterExpr:
+def _parse_list(op: str, value: Any, path: str, depth: int) -> FilterExpr:
     if not isinstance(value, list | tuple) or not value:
         raise InvalidFilterError(path, f"{op} expects a non-empty list of filters, got {value!r}")
-    clauses = tuple(_parse_required(v, f"{path}[{i}]") for i, v in enumerate(value))
+    clauses = tuple(_parse_required(v, f"{path}[{i}]", depth) for i, v in enumerate(value))
     return And(clauses) if op == "$and" else Or(clauses)
 
 

@@ -74,8 +74,8 @@ def split_batches(items: Sequence[MemoryItem], batch_size: int) -> list[list[Mem
     >>> [[i.text for i in batch] for batch in split_batches([a, b, c], 2)]
     [['a', 'b'], ['c']]
     """
-    if batch_size < 1:
-        raise ConfigurationError(f"batch_size must be at least 1, got {batch_size}")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ConfigurationError(f"batch_size must be an integer >= 1, got {batch_size!r}")
     batches = []
     for start in range(0, len(items), batch_size):
         end = min(start + batch_size, len(items))
@@ -119,8 +119,8 @@ def bulk_flow(
     ``processes``: worker processes for the entity and date extraction
     (:mod:`shared_core.extraction.processes`: the same results); 0 extracts in this process."""
     check_bank(bank)
-    if processes < 0:
-        raise ConfigurationError(f"processes must be at least 0, got {processes}")
+    if isinstance(processes, bool) or not isinstance(processes, int) or processes < 0:
+        raise ConfigurationError(f"processes must be an integer >= 0, got {processes!r}")
     validated = coerce_items(materialise_items(items))
     batches = split_batches(validated, batch_size)
     if not batches:

@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from shared_core.errors import ConfigurationError
+from shared_core.storable import text_problem
 from shared_core.storage.locks import LOCK_BANK_STATS
 from shared_core.storage.plan import Plan, Query
 from shared_core.storage.queries import CountRow
@@ -76,14 +77,30 @@ class StoredDocument:
     metadata: Mapping[str, Any]
 
 
-def _ids(ids: Sequence[str]) -> tuple[list[str], list[uuid.UUID]]:
+def check_ids(ids: Sequence[str]) -> list[str]:
+    """``ids`` as a list of non-empty strings Postgres can store, or a typed error naming the
+    first bad one (before any statement runs: a NUL reached the server as a refused call).
+
+    >>> check_ids(["a", 5])
+    Traceback (most recent call last):
+    ...
+    shared_core.errors.ConfigurationError: ids[1]: ids must be non-empty strings, got 5
+    """
     if isinstance(ids, str) or not isinstance(ids, Sequence):
         raise ConfigurationError(f"ids must be a list of ids, got {type(ids).__name__}")
     texts = []
-    for value in ids:
+    for i, value in enumerate(ids):
         if not isinstance(value, str) or not value:
-            raise ConfigurationError(f"ids must be non-empty strings, got {value!r}")
+            raise ConfigurationError(f"ids[{i}]: ids must be non-empty strings, got {value!r}")
+        problem = text_problem(value)
+        if problem is not None:
+            raise ConfigurationError(f"ids[{i}] {problem}")
         texts.append(value)
+    return texts
+
+
+def _ids(ids: Sequence[str]) -> tuple[list[str], list[uuid.UUID]]:
+    texts = check_ids(ids)
     uuids = []
     for value in texts:
         try:

@@ -309,6 +309,10 @@ class Pools:
             and time.monotonic() - self._last_connect_failure > 2 * self._connect_timeout
         ):
             return PoolExhaustedError(pool_max_size=pool.max_size, timeout_s=self._connect_timeout)
+        if self._closing and not isinstance(exc, HindsightError):
+            # close() raced this call: the executor it shut down refuses the plan's statements
+            # ("cannot schedule new futures after shutdown"), or the pool went mid-statement.
+            return HindsightError("this engine is closed")
         return _typed(exc)
 
     def _note_connect_failure(self) -> None:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from shared_core.errors import ConfigurationError, check_bank_embedder
+from shared_core.storable import text_problem
 from shared_core.storage.locks import LOCK_BANK_STATS
 from shared_core.storage.plan import Plan, Query
 from shared_core.types import BankInfo, BankStats, MemoryRecord
@@ -104,14 +105,20 @@ class BankEmbedder:
 
 def parse_ids(ids: Sequence[str]) -> list[uuid.UUID]:
     """Memory ids as UUIDs; a malformed id is a caller error, named."""
-    if isinstance(ids, str):
-        raise ConfigurationError("ids must be a sequence of memory ids, not one string")
+    if isinstance(ids, str | bytes) or not isinstance(ids, Iterable):
+        raise ConfigurationError(f"ids must be a sequence of memory ids, got {type(ids).__name__}")
     out = []
-    for value in ids:
+    for i, value in enumerate(ids):
+        # Not str(value) of anything: an int of 32 digits would parse as a UUID, and a
+        # caller's None or int is a mistake to name, not an id that is merely not found.
+        if not isinstance(value, str | uuid.UUID):
+            raise ConfigurationError(
+                f"ids[{i}]: a memory id is a string (a UUID), got {type(value).__name__}"
+            )
         try:
             out.append(uuid.UUID(str(value)))
         except ValueError as exc:
-            raise ConfigurationError(f"{value!r} is not a memory id (a UUID)") from exc
+            raise ConfigurationError(f"ids[{i}]: {value!r} is not a memory id (a UUID)") from exc
     return out
 
 
@@ -132,9 +139,19 @@ def get_plan(bank: str, memory_id: str) -> Plan[MemoryRecord | None]:
 def delete_plan(bank: str, ids: Sequence[str] | None, document_id: str | None) -> Plan[int]:
     if (ids is None) == (document_id is None):
         raise ConfigurationError("delete needs either ids or document_id")
+    parsed = parse_ids(ids) if ids is not None else None  # checked before anything runs
+    if document_id is not None:
+        # Else a NUL or an int reached the server as a refused call, a surrogate psycopg's encoder.
+        problem = (
+            text_problem(document_id)
+            if isinstance(document_id, str)
+            else f"must be a string, got {type(document_id).__name__}"
+        )
+        if problem is not None:
+            raise ConfigurationError(f"document_id {problem}")
     yield Query(LOCK_BANK_STATS, {"bank": bank}, fetch="none")
-    if ids is not None:
-        count: int = yield Query(DELETE_UNITS, {"bank": bank, "ids": parse_ids(ids)}, fetch="none")
+    if parsed is not None:
+        count: int = yield Query(DELETE_UNITS, {"bank": bank, "ids": parsed}, fetch="none")
         return count
     row: CountRow = yield Query(
         COUNT_DOCUMENT_UNITS, {"bank": bank, "document_id": document_id}, fetch="one", row_type=CountRow
