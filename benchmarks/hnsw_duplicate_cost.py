@@ -26,8 +26,6 @@ import json
 import os
 import statistics
 import sys
-import time
-import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -35,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import numpy as np
 import psycopg
 from pgvector.psycopg import register_vector
-from single_retain import _INDEX_PROBE_INSERT, TURNS
+from single_retain import probe_insert_ms
 
 
 class _RollBack(Exception):
@@ -72,15 +70,7 @@ def main() -> int:
             for name in names[r % 3 :] + names[: r % 3]:
                 try:
                     with conn.transaction():
-                        params = {
-                            "bank": args.bank,
-                            "id": uuid.uuid4(),
-                            "text": TURNS[0],
-                            "embedding": vectors[name],
-                        }
-                        t0 = time.perf_counter()
-                        conn.execute(_INDEX_PROBE_INSERT, params)
-                        ms[name].append((time.perf_counter() - t0) * 1e3)
+                        ms[name].append(probe_insert_ms(conn, args.bank, vectors[name]))
                         raise _RollBack
                 except _RollBack:
                     pass

@@ -109,7 +109,6 @@ def index_costs(dsn: str, bank: str, vectors: Any, rounds: int, *, plain: str) -
     ``memory_units`` and with some dropped, and one row into the ``plain`` table (one HNSW
     index); each variant runs in its own transaction, rolled back, so nothing changes; rounds
     alternate the variants so load drifts hit all alike. Statement time only: no commit."""
-    import uuid
 
     import psycopg
     from pgvector.psycopg import register_vector
@@ -154,19 +153,22 @@ def index_costs(dsn: str, bank: str, vectors: Any, rounds: int, *, plain: str) -
                     with conn.transaction():
                         for index in drops:
                             conn.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(index)))
-                        params = {
-                            "bank": bank,
-                            "id": uuid.uuid4(),
-                            "text": TURNS[0],
-                            "embedding": vector.astype(np.float32),
-                        }
-                        t0 = time.perf_counter()
-                        conn.execute(_INDEX_PROBE_INSERT, params)
-                        ms[name].append((time.perf_counter() - t0) * 1e3)
+                        ms[name].append(probe_insert_ms(conn, bank, vector.astype(np.float32)))
                         raise _RollBack
                 except _RollBack:
                     pass
     return {name: _describe(values) for name, values in ms.items()}
+
+
+def probe_insert_ms(conn: Any, bank: str, vector: np.ndarray) -> float:
+    """Milliseconds of one probe unit ``INSERT`` of ``vector`` into ``bank`` (the caller's
+    transaction, which it rolls back)."""
+    import uuid
+
+    params = {"bank": bank, "id": uuid.uuid4(), "text": TURNS[0], "embedding": vector}
+    t0 = time.perf_counter()
+    conn.execute(_INDEX_PROBE_INSERT, params)
+    return (time.perf_counter() - t0) * 1e3
 
 
 def main(argv: list[str] | None = None) -> int:
