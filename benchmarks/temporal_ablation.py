@@ -50,7 +50,7 @@ from reranker_data import DEFAULT_DATA_DIR, load_rows
 
 from shared_core.config import DEFAULT_ARM_WEIGHTS, DEFAULT_LEARNED_TEMPORAL_ALPHA, DEFAULT_LEARNED_WHEN_ALPHA
 from shared_core.recall.arms.temporal import asks_when
-from shared_core.recall.boosts import NEUTRAL, stated_time_match
+from shared_core.recall.boosts import NEUTRAL, effective_date, stated_time_match, window_match
 from shared_core.recall.learned import LearnedScorer, QuerySignals, featurize
 
 SYSTEMS = ("passthrough", "ours", "ours (no boosts)", "no-temporal")
@@ -68,7 +68,9 @@ def _boosts(
     floor = float(p.max()) / (1 + DEFAULT_LEARNED_WHEN_ALPHA * NEUTRAL) if len(p) else 0.0
     for i, s in enumerate(q.signals):
         if window is not None:
-            prox, stated = s.proximity(window), stated_time_match(s.text, window)
+            # as recall's _boost_input: a dated memory's match with the window (window_match)
+            date = effective_date(s.occurred_start, s.occurred_end, s.mentioned_at, s.date_grain)
+            prox, stated = window_match(date, window), stated_time_match(s.text, window)
             value = (
                 NEUTRAL if prox is None and stated == 0.0 else max(NEUTRAL if prox is None else prox, stated)
             )

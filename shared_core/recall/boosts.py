@@ -57,6 +57,7 @@ __all__ = [
     "recency",
     "stated_time_match",
     "stated_time_of",
+    "window_match",
 ]
 
 RecencyMode = Literal["linear", "exponential", "none"]
@@ -196,6 +197,40 @@ def stated_time_of(years: Sequence[int], window: TimeWindow) -> float:
     if width is None:
         return 0.0
     return 1.0 if width <= STATED_SPAN_MAX_YEARS else NEUTRAL
+
+
+def window_match(date: _dt.datetime | None, window: TimeWindow) -> float | None:
+    """How well a memory dated ``date`` (its :func:`effective_date`, aware UTC) matches a
+    question's ``window`` for the temporal boost: 1 anywhere inside the window, edges included;
+    beyond an edge falling linearly to 0 half the window's span away (the slope the temporal
+    arm's centre-peaked proximity has); ``None`` for an undated memory.
+
+    A question naming a time asks about all of it: a turn said on 29 December matches "in
+    December" as well as one said on the 15th, and a state told on X itself is what "as of X"
+    asks (a window from a year before X to X's end). The centre-peaked proximity
+    (:func:`~shared_core.recall.arms.temporal.temporal_proximity`, which still ranks the
+    temporal arm's entries) is 0 at the edges, and boosted such a memory down (x0.75 under the
+    learned profile) as if it lay outside: on LoCoMo 0-4 (offline, shipped weights, the 136
+    questions with a window) R@5 / R@10 86.4 / 92.3 -> 87.1 / 93.6, no question lower at R@10;
+    dated-train unchanged (benchmarks/temporal_ablation.py; docs/benchmarks/tq19_temporal.md).
+    Not tuned: no constant.
+
+    >>> import datetime as dt
+    >>> w = TimeWindow(start=dt.datetime(2023, 12, 1), end=dt.datetime(2023, 12, 31))
+    >>> [window_match(dt.datetime(2023, 12, d, tzinfo=dt.UTC), w) for d in (1, 15, 31)]
+    [1.0, 1.0, 1.0]
+    >>> window_match(dt.datetime(2023, 11, 23, 12, tzinfo=dt.UTC), w), window_match(None, w)
+    (0.5, None)
+    """
+    if date is None:
+        return None
+    if window.start <= date <= window.end:
+        return 1.0
+    half = window.span.total_seconds() / 2
+    beyond = (window.start - date if date < window.start else date - window.end).total_seconds()
+    if half <= 0:
+        return 0.0
+    return max(0.0, 1.0 - beyond / half)
 
 
 def _check_mode(mode: str) -> None:

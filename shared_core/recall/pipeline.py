@@ -28,6 +28,7 @@ from shared_core.recall.boosts import (
     effective_date,
     stated_time_match,
     stated_time_of,
+    window_match,
 )
 from shared_core.recall.budget import chunk_fill, resolve_budget, token_cut
 from shared_core.recall.filters import compile_filter
@@ -797,12 +798,19 @@ def _boost_input(
     """What the boosts read of ``candidate``; ``told``: the years its text tells, if known
     (:func:`shared_core.recall.learned.featurize_told`), else read here from its text."""
     proximity = candidate.temporal_proximity
-    if proximity is None and window is not None:
-        # Found by another arm but dated: it still deserves its closeness to the window
-        # (the leading implementation gives such candidates nothing). Its date as a temporal
-        # hit's (DatedHit.date), without building one per candidate.
+    if window is not None:
+        # However it was found (another arm's candidate still deserves its closeness to the
+        # window; the leading implementation gives such candidates nothing), a dated memory is
+        # boosted by how well its date (as a temporal hit's, DatedHit.date, without building one
+        # per candidate) matches the window: fully anywhere inside it (window_match), not by the
+        # arm's centre-peaked proximity, which put a turn said on the asked month's last days,
+        # or on X itself under "as of X", at the edge (0). An undated one keeps what the arm
+        # gave it (a neighbour reached by spreading).
         date = effective_date(row.occurred_start, row.occurred_end, row.mentioned_at, row.date_grain)
-        proximity = temporal_proximity(date, window)
+        if date is not None:
+            proximity = window_match(date, window)
+        elif proximity is None:
+            proximity = temporal_proximity(date, window)
     return _boost_input_of(
         candidate.id,
         row.occurred_start,

@@ -369,22 +369,26 @@ def test_fusion_keeps_semantic_and_temporal_evidence(
     assert {"semantic", "temporal"} <= set(sem.scores.arm_ranks)
     assert sem.scores.arm_scores["semantic"] == pytest.approx(0.8, abs=1e-3)
     expected = _proximity(dates["sem"], SPRING)
-    assert sem.scores.temporal_proximity == pytest.approx(expected, abs=1e-6)
+    assert expected < 1.0  # dated inside the window, off its centre
+    # the arm ranks by the centre-peaked proximity; the boost reads the window match, which is
+    # 1 anywhere inside the window (boosts.window_match)
     assert sem.scores.arm_scores["temporal"] == pytest.approx(expected, abs=1e-6)
+    assert sem.scores.temporal_proximity == pytest.approx(1.0)
     # RRF sums every arm's weighted reciprocal rank (k = 60)
     ranks = sem.scores.arm_ranks
     assert sem.scores.rrf == pytest.approx(
         sum(DEFAULT_ARM_WEIGHTS[arm] / (60 + r) for arm, r in ranks.items())
     )
-    # and the proximity feeds the temporal boost: 1 + 0.2 × (proximity − 0.5)
-    assert sem.scores.temporal_boost == pytest.approx(1 + 0.2 * (expected - 0.5), abs=1e-6)
+    # and the window match feeds the temporal boost: 1 + 0.2 × (1 − 0.5)
+    assert sem.scores.temporal_boost == pytest.approx(1.1, abs=1e-6)
 
 
 def test_memory_dated_outside_the_window_has_zero_proximity(
     qeng: MemoryEngine, temporal_bank: tuple[str, dict[str, str], dict[str, dt.datetime]]
 ) -> None:
-    """Issue 4: every candidate carries ``temporal_proximity = 1 - min(|date - centre| /
-    (span/2), 1)``. "before" (Jan 2023) is 1.4 years outside a spring-2024 window: 0, and so
+    """Issue 4: every candidate carries the temporal proximity its boost reads (since session
+    19 ``boosts.window_match``: 1 inside the window, falling to 0 half a span beyond its edges).
+    "before" (Jan 2023) is 1.4 years outside a spring-2024 window: 0, and so
     a temporal boost of 1 + 0.2 × (0 − 0.5) = 0.9, however it was reached (semantic arm, or
     spreading along a temporal link from an entry point)."""
     bank, ids, _ = temporal_bank

@@ -8,6 +8,7 @@ import math
 import pytest
 
 from shared_core.errors import ConfigurationError
+from shared_core.recall.arms.temporal import temporal_proximity
 from shared_core.recall.boosts import (
     BoostConfig,
     BoostInput,
@@ -18,8 +19,11 @@ from shared_core.recall.boosts import (
     proof_norm,
     recency,
     stated_time_match,
+    window_match,
 )
-from shared_core.recall.fusion import ArmHit, reciprocal_rank_fusion
+from shared_core.recall.fusion import ArmHit, FusedCandidate, reciprocal_rank_fusion
+from shared_core.recall.hydrate import MemoryRow
+from shared_core.recall.pipeline import _boost_input
 from shared_core.types import MemoryRecord, TimeWindow
 
 UTC = dt.UTC
@@ -388,3 +392,84 @@ def test_breakdown_copies_the_fused_mappings_into_new_dicts() -> None:
         assert list(copied.items()) == list(original.items())  # the same order too
         copied.clear()  # a copy: the fused candidate keeps its own
         assert len(original) == 2
+
+
+# --- window_match: the temporal boost's reading of a window ------------------------------------
+
+DECEMBER = TimeWindow(
+    start=dt.datetime(2023, 12, 1, tzinfo=UTC), end=dt.datetime(2023, 12, 31, 23, 59, 59, tzinfo=UTC)
+)
+# "as of December 2023": a year before it to its end
+AS_OF_DECEMBER = TimeWindow(start=dt.datetime(2022, 12, 1, tzinfo=UTC), end=DECEMBER.end)
+
+
+def test_anywhere_inside_the_window_matches_it_fully() -> None:
+    for day in (1, 2, 15, 29, 31):
+        assert window_match(dt.datetime(2023, 12, day, 12, tzinfo=UTC), DECEMBER) == 1.0
+    assert window_match(DECEMBER.start, DECEMBER) == window_match(DECEMBER.end, DECEMBER) == 1.0
+    # said on X itself under "as of X": the window's end, no longer its edge at 0
+    said_on_x = dt.datetime(2023, 12, 29, 19, tzinfo=UTC)
+    assert temporal_proximity(said_on_x, AS_OF_DECEMBER) < 0.1
+    assert window_match(said_on_x, AS_OF_DECEMBER) == 1.0
+
+
+def test_beyond_an_edge_the_match_falls_to_zero_half_a_span_away() -> None:
+    half = DECEMBER.span / 2
+    assert window_match(DECEMBER.end + half / 2, DECEMBER) == pytest.approx(0.5)
+    assert window_match(DECEMBER.start - half / 4, DECEMBER) == pytest.approx(0.75)
+    assert window_match(DECEMBER.start - half, DECEMBER) == 0.0
+    assert window_match(dt.datetime(2023, 6, 28, tzinfo=UTC), DECEMBER) == 0.0
+    assert window_match(None, DECEMBER) is None
+    instant = TimeWindow(start=DECEMBER.start, end=DECEMBER.start)
+    assert window_match(DECEMBER.start, instant) == 1.0
+    assert window_match(DECEMBER.start + dt.timedelta(seconds=1), instant) == 0.0
+
+
+def _row(said: dt.datetime, occurred: dt.datetime | None = None) -> MemoryRow:
+    return MemoryRow(
+        id="m",
+        text='Tim said, "I started a new job as a baker."',
+        context=None,
+        fact_type="world",
+        occurred_start=occurred,
+        occurred_end=None,
+        mentioned_at=said,
+        date_grain=None,
+        proof_count=1,
+        document_id=None,
+        chunk_id=None,
+        similarity=0.5,
+    )
+
+
+def test_the_boost_reads_the_window_match_not_the_arms_centre_peaked_proximity() -> None:
+    end_said = dt.datetime(2023, 12, 29, 19, tzinfo=UTC)
+    mid_said = dt.datetime(2023, 6, 28, 19, tzinfo=UTC)
+    for said in (end_said, mid_said):
+        # found by the temporal arm, which carries its own (centre-peaked) proximity
+        arm = temporal_proximity(said, AS_OF_DECEMBER)
+        fused = FusedCandidate(id="m", rrf=0.01, ranks={"temporal": 1}, temporal_proximity=arm)
+        assert _boost_input(fused, _row(said), AS_OF_DECEMBER).temporal_proximity == 1.0
+        # and found by another arm only
+        other = FusedCandidate(id="m", rrf=0.01, ranks={"semantic": 1})
+        assert _boost_input(other, _row(said), AS_OF_DECEMBER).temporal_proximity == 1.0
+    inputs = [
+        _boost_input(FusedCandidate(id=i, rrf=0.01, ranks={"semantic": 1}), _row(s), AS_OF_DECEMBER)
+        for i, s in (("end", end_said), ("mid", mid_said))
+    ]
+    end, mid = apply_boosts([0.5, 0.5], inputs, NOW, True, BoostConfig(temporal_alpha=0.5))
+    assert end.temporal_boost == mid.temporal_boost == pytest.approx(1.25)
+    # a memory stating its own date goes by it, not by when it was said
+    dated = _boost_input(
+        FusedCandidate(id="m", rrf=0.01, ranks={"semantic": 1}),
+        _row(end_said, occurred=dt.datetime(2021, 3, 1, tzinfo=UTC)),
+        AS_OF_DECEMBER,
+    )
+    assert dated.temporal_proximity == 0.0
+    # without a window the fused proximity is kept as it was
+    assert (
+        _boost_input(
+            FusedCandidate(id="m", rrf=0.01, ranks={}, temporal_proximity=0.3), _row(end_said), None
+        ).temporal_proximity
+        == 0.3
+    )
