@@ -14,7 +14,14 @@ import pytest
 from langchain_core.documents import Document
 
 from shared_core import AsyncMemoryEngine, MemoryEngine
-from shared_core.errors import ConfigurationError, HindsightError, InvalidItemError, InvalidQueryError
+from shared_core.errors import (
+    ConfigurationError,
+    DimensionMismatchError,
+    EmbeddingDimensionError,
+    HindsightError,
+    InvalidItemError,
+    InvalidQueryError,
+)
 
 _Q = "Where does Alice work?"
 _DIM = 8
@@ -207,3 +214,24 @@ def test_a_killed_embedded_server_is_named_quietly_and_a_new_engine_restarts_it(
         shutil.rmtree(root, ignore_errors=True)
     assert [r.getMessage() for r in seen.records] == []
     assert capsys.readouterr().err.strip() == ""
+
+
+@pytest.mark.parametrize("call", ["retain", "retain_bulk"])
+def test_a_supplied_embedding_of_another_dimension_is_refused_before_the_bank_is_made(
+    engine: MemoryEngine, bank: str, call: str
+) -> None:
+    """A supplied vector of another size than the engine model's used to create a bank recorded
+    as that model at that size: nothing could recall from it, nor retain into it."""
+    dimension = engine.embedder.dimension
+    items = [
+        {"text": "Alice likes tea.", "embedding": [0.1] * (dimension - 1)},
+        {"text": "Bob likes jam.", "embedding": [0.1] * dimension},
+    ]
+    with pytest.raises(
+        EmbeddingDimensionError, match=rf"item 0: embedding has {dimension - 1} dimensions"
+    ) as info:
+        getattr(engine, call)(items, bank=bank)
+    assert isinstance(info.value, InvalidItemError) and isinstance(info.value, DimensionMismatchError)
+    assert engine.stats(bank).memories == 0
+    engine.retain(["Carol likes cake."], bank=bank)  # the bank is still this model's
+    assert len(engine.recall("Who likes cake?", bank=bank).memories) == 1
