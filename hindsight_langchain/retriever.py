@@ -117,9 +117,9 @@ class HindsightRetriever(BaseRetriever):
     def __init__(
         self, engine: MemoryEngine | AsyncMemoryEngine | None = None, *, dsn: str | None = None, **data: Any
     ) -> None:
+        if data.get("k") is not None:
+            check_k(data["k"])  # before pydantic, which would take True as 1 and "3" as 3
         super().__init__(**data)
-        if self.k is not None:
-            check_k(self.k)
         base = SearchSpec(k=self.k if self.k is not None else DEFAULT_K)
         self._spec = search_spec(self.search_type, self.search_kwargs, base=base)
         RecallOptions(**self._recall_fields())  # a bad option fails here, named

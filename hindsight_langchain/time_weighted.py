@@ -53,10 +53,11 @@ from pydantic import ConfigDict, Field, PrivateAttr
 
 from hindsight_langchain._common import EngineHandle, from_aware, resolve_engine, to_aware
 from hindsight_langchain._relevance import StoreRelevance, store_relevance
+from hindsight_langchain.search import check_k
 from shared_core import ConfigurationError, MemoryEngine, MemoryItem
 from shared_core.embedding_adapters import ForeignEmbedder
 from shared_core.engine import AsyncMemoryEngine
-from shared_core.errors import InvalidItemError, InvalidQueryError
+from shared_core.errors import InvalidItemError, InvalidOptionError, InvalidQueryError
 from shared_core.retain.prepare import coerce_items
 from shared_core.storable import text_problem
 from shared_core.storage.stream import MemoryStream, Metric, StreamAppend, StreamEntry
@@ -202,6 +203,8 @@ class TimeWeightedHindsightRetriever(BaseRetriever):
     def __init__(
         self, *, engine: MemoryEngine | AsyncMemoryEngine | None = None, dsn: str | None = None, **data: Any
     ) -> None:
+        if "k" in data:
+            check_k(data["k"])  # before pydantic, which would take True as 1 and "3" as 3
         super().__init__(**data)
         rate = self.decay_rate
         if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0.0 <= rate <= 1.0:
@@ -500,6 +503,15 @@ class TimeWeightedHindsightRetriever(BaseRetriever):
 
     # ------------------------------------------------------------------ retrieval
     def _call_k(self, kwargs: Mapping[str, Any]) -> int:
+        # Upstream's retriever takes no option at invoke (a TypeError); ours takes k=. Anything
+        # else (filter=, a typo) would be ignored silently: refuse it, named.
+        for name in kwargs:
+            if name != "k":
+                raise InvalidOptionError(
+                    name,
+                    "the time-weighted retriever takes only k= at invoke "
+                    "(metadata filters: HindsightRetriever)",
+                )
         k = kwargs.get("k", self.k)
         if not isinstance(k, int) or isinstance(k, bool) or k < 0:
             raise ConfigurationError(f"k must be a non-negative integer, got {k!r}")

@@ -109,7 +109,17 @@ class ForeignEmbedder:
         return self._dimension
 
     # ------------------------------------------------------------ the model's own vectors
-    def _check(self, vectors: npt.NDArray[np.float32], n: int) -> npt.NDArray[np.float32]:
+    def _check(self, out: Any, n: int) -> npt.NDArray[np.float32]:
+        """The model's reply ``out`` for ``n`` texts as an ``(n, d)`` float32 array of finite
+        numbers, or the typed error naming the model (never numpy's ValueError, never a NaN
+        vector written where no search can find it)."""
+        try:
+            vectors = np.asarray(out, dtype=np.float32)
+        except (TypeError, ValueError) as exc:  # ragged rows, strings, None
+            raise ConfigurationError(
+                f"{self._model_name} returned embeddings that are not {n} vectors of one dimension "
+                f"(shape or type: {exc})"
+            ) from exc
         if vectors.ndim != 2 or vectors.shape[0] != n or vectors.shape[1] == 0:
             raise ConfigurationError(
                 f"{self._model_name} returned embeddings of shape {vectors.shape} for {n} texts"
@@ -118,6 +128,12 @@ class ForeignEmbedder:
             raise ConfigurationError(
                 f"{self._model_name} returned {vectors.shape[1]}-dimensional embeddings, "
                 f"earlier {self._dimension}"
+            )
+        if not np.isfinite(vectors).all():
+            bad = int(np.flatnonzero(~np.isfinite(vectors).all(axis=1))[0])
+            raise ConfigurationError(
+                f"{self._model_name} returned an embedding that is not all finite numbers "
+                f"(NaN or inf) for text {bad} of {n}"
             )
         return vectors
 
@@ -132,7 +148,7 @@ class ForeignEmbedder:
             out = self.wrapped.get_text_embedding_batch(texts)
         else:
             out = [self.wrapped(t) for t in texts]
-        return self._check(np.asarray(out, dtype=np.float32), len(texts))
+        return self._check(out, len(texts))
 
     def raw_query(self, text: str) -> npt.NDArray[np.float32]:
         """The model's query vector, as it returns it (not normalised)."""
@@ -142,7 +158,7 @@ class ForeignEmbedder:
             out = self.wrapped.get_query_embedding(text)
         else:
             out = self.wrapped(text)
-        vector: npt.NDArray[np.float32] = self._check(np.asarray([out], dtype=np.float32), 1)[0]
+        vector: npt.NDArray[np.float32] = self._check([out], 1)[0]
         return vector
 
     async def araw_documents(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
@@ -154,7 +170,7 @@ class ForeignEmbedder:
             out: Any = await self.wrapped.aembed_documents(texts)
         else:
             out = await self.wrapped.aget_text_embedding_batch(texts)
-        return self._check(np.asarray(out, dtype=np.float32), len(texts))
+        return self._check(out, len(texts))
 
     async def araw_query(self, text: str) -> npt.NDArray[np.float32]:
         """Async twin of :meth:`raw_query`."""
@@ -164,7 +180,7 @@ class ForeignEmbedder:
             out: Any = await self.wrapped.aembed_query(text)
         else:
             out = await self.wrapped.aget_query_embedding(text)
-        vector: npt.NDArray[np.float32] = self._check(np.asarray([out], dtype=np.float32), 1)[0]
+        vector: npt.NDArray[np.float32] = self._check([out], 1)[0]
         return vector
 
     # ------------------------------------------------------------ the Embedder protocol

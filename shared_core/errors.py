@@ -10,7 +10,9 @@ catch one type. The tree::
     │   ├── DimensionMismatchError      a bank's embedding dimension differs from the embedder's
     │   └── EmbeddingModelMismatchError a bank was written by another embedding model
     ├── InvalidItemError            an item passed to ``retain`` is malformed (carries its index)
-    │   └── FactExtractionError         an LLM's reply cannot be read as facts
+    │   ├── FactExtractionError         an LLM's reply cannot be read as facts
+    │   └── EmbeddingDimensionError     an item's own embedding is not the model's dimension
+    │                                   (also a DimensionMismatchError)
     ├── InvalidQueryError           a recall query or its options are malformed
     │   ├── InvalidTimeWindowError      a time window whose end is before its start, or naive bounds
     │   └── InvalidOptionError          one recall option is malformed (carries its name)
@@ -29,6 +31,7 @@ __all__ = [
     "DatabaseError",
     "DatabaseUnavailableError",
     "DimensionMismatchError",
+    "EmbeddingDimensionError",
     "EmbeddingModelMismatchError",
     "ExtensionUnavailableError",
     "FactExtractionError",
@@ -145,6 +148,31 @@ class FactExtractionError(InvalidItemError):
             excerpt = output if len(output) <= _REPLY_EXCERPT_CHARS else output[:_REPLY_EXCERPT_CHARS] + "..."
             reason = f"{reason} (reply: {excerpt!r})"
         super().__init__(index, f"fact extraction: {reason}")
+
+
+class EmbeddingDimensionError(InvalidItemError, DimensionMismatchError):
+    """An item's own ``embedding`` has another dimension than the engine's model: refused
+    before anything is written (a bank records one model and its dimension). Both an
+    :class:`InvalidItemError` (``index`` names the item) and a :class:`DimensionMismatchError`.
+
+    >>> error = EmbeddingDimensionError(0, bank="b", model="m", dimension=384, given=383)
+    >>> str(error).split(";")[0]
+    'item 0: embedding has 383 dimensions'
+    >>> isinstance(error, DimensionMismatchError), error.embedder_dimension
+    (True, 384)
+    """
+
+    def __init__(self, index: int, *, bank: str, model: str, dimension: int, given: int) -> None:
+        self.bank = bank
+        self.bank_dimension = given
+        self.embedder_dimension = dimension
+        self.index = index
+        self.reason = (
+            f"embedding has {given} dimensions; the engine's model {model!r} makes {dimension} "
+            f"(a bank holds one model's vectors)"
+        )
+        # Not InvalidItemError.__init__: its super() is DimensionMismatchError's (the MRO).
+        Exception.__init__(self, f"item {index}: {self.reason}")
 
 
 class InvalidQueryError(HindsightError, ValueError):

@@ -10,7 +10,13 @@ noises are contained here:
 - psycopg_pool logs ``error connecting in 'hindsight-async': `` (an empty message) when
   ``asyncio.run`` ends and cancels a connection attempt of the engine's pool: the
   :class:`PoolShutdownFilter` drops exactly those records of our own pools; real connection
-  errors (which have a message) still get through.
+  errors (which have a message) are turned into DEBUG records (below);
+- psycopg logs ``error ignored terminating <Pipeline [BAD]>: the connection is closed`` when a
+  pipeline cannot end after an error in its block (``AsyncMemoryEngine.close()`` closing the
+  connections under running recalls, a server killed mid-call), and psycopg_pool logs
+  ``discarding closed connection``: the error in the block reaches the caller, typed, so for
+  our own connections (a class with ``hindsight_owned``) the :class:`OwnConnectionFilter`
+  drops both records. Other connections' records still get through.
 """
 
 from __future__ import annotations
@@ -19,9 +25,10 @@ import contextlib
 import logging
 from collections.abc import Iterator
 
-__all__ = ["PoolShutdownFilter", "install_pool_filter", "quiet_model_loading"]
+__all__ = ["OwnConnectionFilter", "PoolShutdownFilter", "install_pool_filter", "quiet_model_loading"]
 
 _POOL_LOGGER = "psycopg.pool"
+_DRIVER_LOGGER = "psycopg"
 _OUR_POOLS = ("hindsight",)
 
 
@@ -68,11 +75,67 @@ class PoolShutdownFilter(logging.Filter):
         return not (str(name).startswith(_OUR_POOLS) and not str(error).strip())
 
 
+def _owned(obj: object) -> bool:
+    """Whether ``obj`` is one of our pooled connections, or a pipeline / copy on one."""
+    conn = getattr(obj, "_conn", obj)  # psycopg's Pipeline and Copy keep their connection there
+    return bool(getattr(type(conn), "hindsight_owned", False))
+
+
+class OwnConnectionFilter(logging.Filter):
+    """Drop psycopg's "error ignored terminating %r" and psycopg_pool's "discarding closed /
+    broken connection" records about our own connections, and turn psycopg_pool's "error
+    connecting in 'hindsight...'" and "reconnection attempt ... failed" warnings about our own
+    pools into DEBUG records: the error behind them reaches the caller as a typed error (a
+    ``DatabaseUnavailableError`` carrying the last connection attempt's reason), so on stderr
+    they are noise, repeated at every reconnection attempt of an outage. Logging psycopg at
+    DEBUG still shows them.
+
+    >>> class Ours:
+    ...     hindsight_owned = True
+    >>> record = logging.LogRecord("psycopg", logging.WARNING, "", 0,
+    ...                            "error ignored terminating %r: %s", (Ours(), "closed"), None)
+    >>> OwnConnectionFilter().filter(record)
+    False
+    >>> record.args = (object(), "closed")
+    >>> OwnConnectionFilter().filter(record)
+    True
+    >>> record = logging.LogRecord("psycopg.pool", logging.WARNING, "", 0,
+    ...                            "error connecting in %r: %s", ("hindsight", "refused"), None)
+    >>> OwnConnectionFilter().filter(record), record.levelname
+    (True, 'DEBUG')
+    """
+
+    _CONNECTION_MESSAGES = (
+        "error ignored terminating",
+        "discarding closed connection",
+        "discarding broken connection",
+    )
+    _POOL_MESSAGES = ("error connecting in", "reconnection attempt in pool")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = str(record.msg)
+        args = record.args if isinstance(record.args, tuple) else ()
+        if not args:
+            return True
+        if message.startswith(self._CONNECTION_MESSAGES):
+            return not _owned(args[0])
+        if message.startswith(self._POOL_MESSAGES) and str(args[0]).startswith(_OUR_POOLS):
+            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return True
+
+
 _filter = PoolShutdownFilter()
+_own_filter = OwnConnectionFilter()
 
 
 def install_pool_filter() -> None:
-    """Attach :class:`PoolShutdownFilter` to psycopg_pool's logger (idempotent)."""
-    logger = logging.getLogger(_POOL_LOGGER)
-    if _filter not in logger.filters:
-        logger.addFilter(_filter)
+    """Attach :class:`PoolShutdownFilter` and :class:`OwnConnectionFilter` to psycopg's and
+    psycopg_pool's loggers (idempotent)."""
+    pool_logger = logging.getLogger(_POOL_LOGGER)
+    for logger, filters in (
+        (pool_logger, (_filter, _own_filter)),
+        (logging.getLogger(_DRIVER_LOGGER), (_own_filter,)),
+    ):
+        for one in filters:
+            if one not in logger.filters:
+                logger.addFilter(one)

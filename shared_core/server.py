@@ -67,6 +67,7 @@ __all__ = [
     "acquire_embedded",
     "default_data_dir",
     "embedded_bin_dir",
+    "embedded_outage",
     "embedded_settings",
     "normalise_dsn",
     "release_embedded",
@@ -598,6 +599,13 @@ def acquire_embedded(data_dir: Path | str | None = None) -> tuple[Path, str]:
         raise ConfigurationError(f"data_dir {str(path)!r} is a file, not a directory")
     with _lock:
         handle = _servers.get(path)
+        if handle is not None and _read_postmaster(path) is None:
+            # This process's server was stopped or killed under its engines: a new engine
+            # starts it again (the engines already open get DatabaseUnavailableError saying so).
+            with _file_lock(path):
+                fresh = _open(path)
+            fresh.users = handle.users
+            _servers[path] = handle = fresh
         if handle is None:
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
@@ -611,6 +619,17 @@ def acquire_embedded(data_dir: Path | str | None = None) -> tuple[Path, str]:
                 _atexit_registered = True
         handle.users += 1
         return path, handle.dsn
+
+
+def embedded_outage(path: Path) -> str | None:
+    """What to tell a caller who cannot reach the embedded server of ``path``: that it is not
+    running, and how to start it again; None while it runs (then the cause is elsewhere)."""
+    if _read_postmaster(path) is not None:
+        return None
+    return (
+        f"the embedded server of {path} is not running (it was stopped or killed): open a new "
+        f"engine on it to start it again"
+    )
 
 
 def release_embedded(path: Path) -> None:

@@ -209,7 +209,14 @@ def _check_value(op: str, value: Any, path: str) -> Any:
     if op == "between":
         if isinstance(value, str | bytes | Mapping) or not isinstance(value, list | tuple) or len(value) != 2:
             raise InvalidFilterError(path, f"between expects [low, high], got {value!r}")
-        return (_scalar(value[0], f"{path}[0]", ordered=True), _scalar(value[1], f"{path}[1]", ordered=True))
+        low = _scalar(value[0], f"{path}[0]", ordered=True)
+        high = _scalar(value[1], f"{path}[1]", ordered=True)
+        # Reversed bounds would match nothing, silently: say why instead (as a reversed
+        # temporal_window does). Bounds of two types (a number and a string) are compared by
+        # jsonpath as they are, and kept (tests/integration/test_metadata_values.py).
+        if isinstance(low, str) == isinstance(high, str) and low > high:  # type: ignore[operator]
+            raise InvalidFilterError(path, f"$between bounds are reversed: {low!r} > {high!r}")
+        return (low, high)
     if op in _TEXT_OPS:
         if not isinstance(value, str) or "\x00" in value:
             raise InvalidFilterError(path, f"{op} expects a pattern string, got {value!r}")

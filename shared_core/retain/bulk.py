@@ -28,7 +28,13 @@ import psycopg
 from shared_core.errors import ConfigurationError, InvalidItemError
 from shared_core.extraction.processes import ExtractionProcesses
 from shared_core.retain.extract import RawExtraction
-from shared_core.retain.flow import RetainContext, extraction_models, prepare_retain, retain_error
+from shared_core.retain.flow import (
+    RetainContext,
+    check_supplied_dimensions,
+    extraction_models,
+    prepare_retain,
+    retain_error,
+)
 from shared_core.retain.plan import RetainRequest, retain_plan
 from shared_core.retain.prepare import _REFERENCE_FIELDS, coerce_items, materialise_items
 from shared_core.retain.progress import RetainProgress
@@ -122,6 +128,7 @@ def bulk_flow(
     if isinstance(processes, bool) or not isinstance(processes, int) or processes < 0:
         raise ConfigurationError(f"processes must be an integer >= 0, got {processes!r}")
     validated = coerce_items(materialise_items(items))
+    check_supplied_dimensions(validated, ctx.models.embedder, bank)  # indexes of the whole call
     batches = split_batches(validated, batch_size)
     if not batches:
         return []

@@ -20,9 +20,9 @@ import numpy.typing as npt
 import psycopg
 
 from shared_core.config import DEFAULT_TEMPORAL_LINK_FLOOR, EngineConfig
-from shared_core.errors import InvalidItemError
+from shared_core.errors import EmbeddingDimensionError, InvalidItemError
 from shared_core.models import Models
-from shared_core.protocols import DateParser, EntityExtractor
+from shared_core.protocols import DateParser, Embedder, EntityExtractor
 from shared_core.retain.extract import RawExtraction, extract
 from shared_core.retain.neighbours import context_vectors, index_contexts, unit_predecessors
 from shared_core.retain.plan import RetainRequest, merge_vectors, retain_plan
@@ -31,7 +31,7 @@ from shared_core.retain.progress import RetainProgress
 from shared_core.retain.small import is_small, small_retain_error, small_retain_plan
 from shared_core.storage.errors import copy_row, map_database_error
 from shared_core.storage.plan import Compute, Plan
-from shared_core.types import check_bank
+from shared_core.types import MemoryItem, check_bank
 
 if TYPE_CHECKING:
     from shared_core.extraction.facts import FactExtractor
@@ -121,6 +121,23 @@ def extraction_models(ctx: RetainContext) -> tuple[EntityExtractor | None, DateP
     )
 
 
+def check_supplied_dimensions(items: Sequence[MemoryItem], embedder: Embedder, bank: str) -> None:
+    """Every caller-supplied embedding has the engine model's dimension, or the typed error
+    naming the first item that has not (before anything is embedded or written): the bank
+    records the engine's model, so a vector of another size would make a bank that no recall
+    or retain of this model can use."""
+    dimension: int | None = None
+    for index, item in enumerate(items):
+        if item.embedding is None:
+            continue
+        if dimension is None:
+            dimension = int(embedder.dimension)
+        if len(item.embedding) != dimension:
+            raise EmbeddingDimensionError(
+                index, bank=bank, model=embedder.model_name, dimension=dimension, given=len(item.embedding)
+            )
+
+
 def prepare_retain(
     ctx: RetainContext,
     items: Sequence[Any] | str | bytes,
@@ -136,6 +153,7 @@ def prepare_retain(
     cfg, models = ctx.config, ctx.models
     now = ctx.now()
     validated = coerce_items(items, document_id=document_id)
+    check_supplied_dimensions(validated, models.embedder, bank)
     units, chunks = prepare_units(
         validated,
         now=now,

@@ -269,6 +269,10 @@ def _coerce_one(index: int, raw: Any, document_id: Any) -> MemoryItem:
     doc = item.document_id if item.document_id is not None else document_id
     if doc is not None:
         _check_text(index, "document_id", doc, max_bytes=MAX_DOCUMENT_ID_BYTES)
+        if not doc:
+            # get_documents / delete_documents refuse "", so a document under it could be
+            # written but never fetched or deleted by id.
+            raise InvalidItemError(index, "document_id must be a non-empty string (or None for none)")
     entities = (
         None
         if item.entities is None

@@ -162,28 +162,32 @@ class _NotedConnection(psycopg.Connection[Any]):
     """A sync pooled connection whose failed connection attempts are noted (``failed``, set
     per :class:`Pools` on a subclass): a pool timeout during an outage is no exhausted pool."""
 
-    failed: ClassVar[Callable[[], None]]
+    failed: ClassVar[Callable[[Exception], None]]
+    # psycopg's noise about this connection is dropped (shared_core.quiet.OwnConnectionFilter):
+    # its errors reach the caller typed.
+    hindsight_owned: ClassVar[bool] = True
 
     @classmethod
     def connect(cls, conninfo: str = "", **kwargs: Any) -> Self:
         try:
             return super().connect(conninfo, **kwargs)
-        except Exception:
-            cls.failed()
+        except Exception as exc:
+            cls.failed(exc)
             raise
 
 
 class _NotedAsyncConnection(psycopg.AsyncConnection[Any]):
     """Async twin of :class:`_NotedConnection`."""
 
-    failed: ClassVar[Callable[[], None]]
+    failed: ClassVar[Callable[[Exception], None]]
+    hindsight_owned: ClassVar[bool] = True
 
     @classmethod
     async def connect(cls, conninfo: str = "", **kwargs: Any) -> Self:
         try:
             return await super().connect(conninfo, **kwargs)
-        except Exception:
-            cls.failed()
+        except Exception as exc:
+            cls.failed(exc)
             raise
 
 
@@ -229,8 +233,10 @@ class Pools:
         ef_search: int,
         max_scan_tuples: int,
         connect_timeout: float = 5.0,
+        outage_hint: Callable[[], str | None] | None = None,
     ) -> None:
         self.dsn = dsn
+        self._outage_hint = outage_hint
         self._connect_timeout = float(connect_timeout)
         # libpq takes whole seconds (and treats 1 as 2). The pools give up a failing connection
         # attempt after the same time (psycopg_pool's default is 5 minutes of growing back-off),
@@ -266,6 +272,9 @@ class Pools:
         # back off over connect_timeout) in its size, so a pool of broken connections being
         # replaced looks as full as one whose connections are all in use.
         self._last_connect_failure = -math.inf
+        # Why it failed (the driver's first line): the typed error of a call that timed out
+        # during an outage says it, since psycopg_pool's own warnings are kept off stderr.
+        self._last_connect_error = ""
         noted = {"failed": staticmethod(self._note_connect_failure)}
         self._sync_class = type("HindsightConnection", (_NotedConnection,), noted)
         self._async_class = type("HindsightAsyncConnection", (_NotedAsyncConnection,), noted)
@@ -313,10 +322,26 @@ class Pools:
             # close() raced this call: the executor it shut down refuses the plan's statements
             # ("cannot schedule new futures after shutdown"), or the pool went mid-statement.
             return HindsightError("this engine is closed")
-        return _typed(exc)
+        typed = _typed(exc)
+        if type(typed) is DatabaseUnavailableError:
+            return self._outage(typed)
+        return typed
 
-    def _note_connect_failure(self) -> None:
+    def _note_connect_failure(self, exc: Exception) -> None:
         self._last_connect_failure = time.monotonic()
+        self._last_connect_error = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+
+    def _outage(self, typed: DatabaseUnavailableError) -> DatabaseUnavailableError:
+        """``typed`` saying why the server cannot be reached, when a connection attempt failed
+        lately (its reason, and the hint of whoever runs the server: an embedded server that
+        is not running says so)."""
+        if time.monotonic() - self._last_connect_failure > 2 * self._connect_timeout + 1:
+            return typed
+        hint = self._outage_hint() if self._outage_hint is not None else None
+        reason = f"; the last connection attempt failed: {self._last_connect_error}"
+        return DatabaseUnavailableError(
+            f"{typed}{reason}" + (f"; {hint}" if hint else ""), sqlstate=typed.sqlstate
+        )
 
     def run_read(self, make_plan: Callable[[], Plan[T]]) -> T:
         """Run a read-only plan, once more if the database went away during it (a restart):
@@ -359,6 +384,7 @@ class Pools:
             with self._lock:
                 if self._pool is None:
                     self._bootstrap()
+                    install_pool_filter()  # psycopg's noise about our connections (see quiet)
                     self._executor = ThreadPoolExecutor(
                         max_workers=_CONCURRENT_WORKERS, thread_name_prefix="hindsight"
                     )
@@ -415,7 +441,7 @@ class Pools:
         for stale in [lp for lp in self._async_pools if lp.is_closed()]:
             del self._async_pools[stale]
             self._closers.pop(stale, None)
-        install_pool_filter()  # psycopg_pool's empty "error connecting" at loop shutdown
+        install_pool_filter()  # psycopg_pool's empty "error connecting" at loop shutdown, and more
         pool = AsyncConnectionPool(
             self.dsn,
             connection_class=self._async_class,
