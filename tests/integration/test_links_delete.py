@@ -33,16 +33,16 @@ TEXTS = [
     "Alice told Melanie that Pixel the cat loves the hiking trail.",
 ]
 
-# Rows naming a memory or an entity that is not stored, in any bank.
+# A bank's rows naming a memory or an entity that is not stored.
 DANGLING = """
 SELECT
-  (SELECT count(*) FROM memory_links l WHERE NOT EXISTS (
+  (SELECT count(*) FROM memory_links l WHERE l.bank_id = %(b)s AND NOT EXISTS (
       SELECT 1 FROM memory_units u WHERE u.bank_id = l.bank_id AND u.id = l.from_id)) AS from_gone,
-  (SELECT count(*) FROM memory_links l WHERE NOT EXISTS (
+  (SELECT count(*) FROM memory_links l WHERE l.bank_id = %(b)s AND NOT EXISTS (
       SELECT 1 FROM memory_units u WHERE u.bank_id = l.bank_id AND u.id = l.to_id)) AS to_gone,
-  (SELECT count(*) FROM unit_entities ue WHERE NOT EXISTS (
+  (SELECT count(*) FROM unit_entities ue WHERE ue.bank_id = %(b)s AND NOT EXISTS (
       SELECT 1 FROM memory_units u WHERE u.bank_id = ue.bank_id AND u.id = ue.unit_id)) AS unit_gone,
-  (SELECT count(*) FROM unit_entities ue WHERE NOT EXISTS (
+  (SELECT count(*) FROM unit_entities ue WHERE ue.bank_id = %(b)s AND NOT EXISTS (
       SELECT 1 FROM entities e WHERE e.bank_id = ue.bank_id AND e.id = ue.entity_id)) AS entity_gone"""
 
 ROWS_OF_BANK = """
@@ -72,8 +72,8 @@ def _one(dsn: str, query: str, params: dict[str, object] | None = None) -> tuple
     return tuple(int(v) for v in row)
 
 
-def _no_dangling(dsn: str) -> None:
-    assert _one(dsn, DANGLING) == (0, 0, 0, 0)
+def _no_dangling(dsn: str, bank: str) -> None:
+    assert _one(dsn, DANGLING, {"b": bank}) == (0, 0, 0, 0)
 
 
 def _named(dsn: str, bank: str, ids: list[str]) -> tuple[int, ...]:
@@ -90,7 +90,7 @@ def test_deleting_memories_by_id_takes_their_links_and_mentions(engine: MemoryEn
     assert _named(engine.dsn, bank, gone) == (0, 0)
     # only theirs went
     assert _one(engine.dsn, ROWS_OF_BANK, {"b": bank})[0] == total_links - links
-    _no_dangling(engine.dsn)
+    _no_dangling(engine.dsn, bank)
 
 
 def test_deleting_a_document_takes_its_memories_links(engine: MemoryEngine, bank: str) -> None:
@@ -100,10 +100,10 @@ def test_deleting_a_document_takes_its_memories_links(engine: MemoryEngine, bank
     assert _named(engine.dsn, bank, doc)[0] > 0
     assert engine.delete(bank=bank, document_id="doc-a") == len(doc)
     assert _named(engine.dsn, bank, doc) == (0, 0)
-    _no_dangling(engine.dsn)
+    _no_dangling(engine.dsn, bank)
     assert engine.delete_documents(["doc-b"], bank=bank) == len(other)
     assert _named(engine.dsn, bank, other) == (0, 0)
-    _no_dangling(engine.dsn)
+    _no_dangling(engine.dsn, bank)
     assert _named(engine.dsn, bank, kept)[0] > 0  # the others' links stay
 
 
@@ -114,7 +114,7 @@ def test_replacing_a_document_takes_the_old_memories_links(engine: MemoryEngine,
     second = engine.retain(_items("doc", start=3), bank=bank, progress=False)
     assert not set(first) & set(second)
     assert _named(engine.dsn, bank, first) == (0, 0)
-    _no_dangling(engine.dsn)
+    _no_dangling(engine.dsn, bank)
 
 
 def test_a_stream_delete_and_a_bank_drop_leave_nothing_behind(engine: MemoryEngine, bank: str) -> None:
@@ -126,7 +126,7 @@ def test_a_stream_delete_and_a_bank_drop_leave_nothing_behind(engine: MemoryEngi
     assert links and mentions and entities and units
     stream.drop()
     assert _one(engine.dsn, ROWS_OF_BANK, {"b": bank}) == (0, 0, 0, 0)
-    _no_dangling(engine.dsn)
+    _no_dangling(engine.dsn, bank)
 
 
 def test_links_to_missing_memories_are_never_returned_nor_followed(engine: MemoryEngine, bank: str) -> None:
@@ -205,4 +205,4 @@ def test_a_retain_waiting_on_a_delete_links_nothing_to_the_deleted_memory(
             new = future.result(timeout=60)[0]
     assert _named(engine.dsn, bank, [target]) == (0, 0)
     assert _named(engine.dsn, bank, [new])[0] > 0  # it linked to the others
-    _no_dangling(engine.dsn)
+    _no_dangling(engine.dsn, bank)
