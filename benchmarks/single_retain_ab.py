@@ -42,11 +42,15 @@ from shared_core import MemoryEngine
 from shared_core.types import MemoryItem
 
 bank, side, vectors, seed, calls = sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6])
+checkpoint = sys.argv[7] == "1"
 ids = []
 with MemoryEngine(data_dir=os.environ["HINDSIGHT_BENCH_PGDATA"]) as engine:
     dim = engine.embedder.dimension
+    import psycopg
+
+    side_conn = psycopg.connect(engine.dsn, autocommit=True)  # untimed: checkpoints, WAL position
+    wal = "SELECT pg_current_wal_insert_lsn() - '0/0'::pg_lsn"
     if vectors == "near":
-        import psycopg
         from pgvector.psycopg import register_vector
 
         with psycopg.connect(engine.dsn) as conn:  # the bank's oldest memories: both sides alike
@@ -72,19 +76,25 @@ with MemoryEngine(data_dir=os.environ["HINDSIGHT_BENCH_PGDATA"]) as engine:
             mentioned_at=dt.datetime(2024, 6, 1, tzinfo=dt.UTC) + dt.timedelta(hours=i),
             embedding=(vector / np.linalg.norm(vector)).tolist(),
         )
+        if checkpoint:
+            side_conn.execute("CHECKPOINT")
+        w0 = side_conn.execute(wal).fetchone()[0]
         cpu, t0 = time.process_time(), time.perf_counter()
         ids += engine.retain([item], bank=bank, progress=False)
         ms = (time.perf_counter() - t0) * 1e3
-        print(json.dumps({"ms": ms, "cpu": (time.process_time() - cpu) * 1e3}), flush=True)
+        cpu_ms = (time.process_time() - cpu) * 1e3
+        kb = float(side_conn.execute(wal).fetchone()[0] - w0) / 1024
+        print(json.dumps({"ms": ms, "cpu": cpu_ms, "wal_kB": kb}), flush=True)
     engine.delete(ids, bank=bank)
 """
 
 
 def _worker(
-    tree: Path, bank: str, side: str, data: Path | None, vectors: str, seed: int, calls: int
+    tree: Path, bank: str, side: str, data: Path | None, vectors: str, seed: int, calls: int, checkpoint: bool
 ) -> subprocess.Popen[str]:
     env = {"HINDSIGHT_BENCH_PGDATA": str(data)} if data is not None else None
-    return start_worker(_WORKER, [str(tree), bank, side, vectors, str(seed), str(calls)], tree, env)
+    argv = [str(tree), bank, side, vectors, str(seed), str(calls), "1" if checkpoint else "0"]
+    return start_worker(_WORKER, argv, tree, env)
 
 
 def main() -> int:
@@ -105,11 +115,18 @@ def main() -> int:
     )
     p.add_argument("--data-a", type=Path, default=None, help="A's data directory ($HINDSIGHT_BENCH_PGDATA)")
     p.add_argument("--data-b", type=Path, default=None, help="B's data directory ($HINDSIGHT_BENCH_PGDATA)")
+    p.add_argument(
+        "--checkpoint",
+        action="store_true",
+        help="a CHECKPOINT (untimed) on each side's server before each of its retains: every page "
+        "a retain changes is logged whole, as for an agent writing a turn every few seconds into a "
+        "large bank (with --data-a/--data-b: one server per side)",
+    )
     args = p.parse_args()
     seed = time.time_ns()
     calls = args.warmup + args.count
-    a = _worker(args.a.resolve(), args.bank, "A", args.data_a, args.vectors, seed, calls)
-    b = _worker(args.b.resolve(), args.bank, "B", args.data_b, args.vectors, seed, calls)
+    a = _worker(args.a.resolve(), args.bank, "A", args.data_a, args.vectors, seed, calls, args.checkpoint)
+    b = _worker(args.b.resolve(), args.bank, "B", args.data_b, args.vectors, seed, calls, args.checkpoint)
     loads = [os.getloadavg()[0]]
     got: dict[str, list[dict[str, Any]]] = {"A": [], "B": []}
     for i in range(args.warmup + args.count):
@@ -129,14 +146,15 @@ def main() -> int:
         proc.wait()
     print(
         f"bank {args.bank}, {args.count} retains per side, vectors {args.vectors} (seed {seed}), "
-        f"load avg {min(loads):.2f}-{max(loads):.2f}"
+        f"load avg {min(loads):.2f}-{max(loads):.2f}{', a CHECKPOINT before each' if args.checkpoint else ''}"
     )
     print(f"A = {args.a} {args.data_a or ''}\nB = {args.b} {args.data_b or ''}")
     for side in ("A", "B"):
         ms = sorted(r["ms"] for r in got[side])
         print(
             f"  {side}: p50 {statistics.median(ms):7.2f} ms  p95 {ms[int(0.95 * (len(ms) - 1))]:7.2f} ms  "
-            f"client CPU p50 {statistics.median(r['cpu'] for r in got[side]):6.2f} ms"
+            f"client CPU p50 {statistics.median(r['cpu'] for r in got[side]):6.2f} ms  "
+            f"WAL p50 {statistics.median(r['wal_kB'] for r in got[side]):6.1f} kB (server-wide)"
         )
     diffs = [rb["ms"] - ra["ms"] for ra, rb in zip(got["A"], got["B"], strict=True)]
     faster = sum(d < 0 for d in diffs) / len(diffs) if diffs else 0.0

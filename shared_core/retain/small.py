@@ -246,10 +246,11 @@ def small_retain_plan(request: RetainRequest, vectors: npt.NDArray[np.float32]) 
     stored: list[_SemanticNeighbour] = results[at]
     dated: list[_TemporalNeighbour] = results[at + 1]
 
-    # 3. Mentions and links. The mentions' and links' rows are checked by foreign keys, row by
-    # row: those inserts run with reusable check plans (links.fk_plan_settings); the mention
-    # counts' UPDATE reads entities, so it keeps the connection's mode, as every other
-    # statement of the retain does.
+    # 3. Mentions and links. Until migration 0024 their rows were checked by foreign keys, row
+    # by row, so those inserts run with reusable check plans (links.fk_plan_settings; since
+    # 0024 no key checks them, and the settings cost three trivial statements of this
+    # pipeline); the mention counts' UPDATE reads entities, so it keeps the connection's
+    # mode, as every other statement of the retain does.
     counted: list[Query] = []
     checked: list[Query] = []
     if found:
