@@ -526,6 +526,8 @@ def _spread(
                 fanout=_TEMPORAL_FANOUT,
                 temporal_min=settings.temporal_min_similarity,
             ),
+            # Text rows: the link weight is a real, whose text form (0.9644676) is not the
+            # float the binary one gives (0.9644675850868225), and the spread multiplies it.
             row_type=_HopRow,
         )
         grown: dict[str, float] = {}
@@ -561,7 +563,7 @@ def _start(q: ArmQuery) -> Query | None:
             if exact
             else dated_evidence_statement(q.where_sql, q.dimension)
         )
-        return Query(dated, q.params(), row_type=DatedHit)
+        return Query(dated, q.params(), row_type=DatedHit, binary=True)
     entry = (
         filtered_temporal_entry_statement(q.where_sql, q.dimension, types=type_clause(q))
         if exact
@@ -578,6 +580,7 @@ def _start(q: ArmQuery) -> Query | None:
         # custom plans: their selectivity is the planner's to read from the values.
         settings=ENTRY_SETTINGS if q.filtered else {**ENTRY_SETTINGS, **GENERIC_PLAN},
         row_type=DatedHit,
+        binary=True,
     )
 
 
