@@ -3,7 +3,7 @@
     HINDSIGHT_BENCH_PGDATA=... .venv/bin/python benchmarks/recall_timeline.py --size 100000 \
         --calls 100 [--k 10]
 
-Runs ``--calls`` recalls (``reranker="none"``, 1 client) over a bank loaded by
+Runs ``--calls`` recalls (``--reranker``, default ``none``; 1 client) over a bank loaded by
 ``recall_latency.py`` and records, for each, every stage of its stopwatch and every statement
 the plan runner executes (on the plan's thread or an executor thread), as start and end in ms
 from the recall's start. Prints, per stage and per statement kind, the p50 of its start, end
@@ -62,6 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--calls", type=int, default=100)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--k", type=int, default=None, help="return the k best (default: the token budget's)")
+    p.add_argument("--reranker", default="none", help="the recall's reranker (default none)")
     add_bank_scope_args(p)
     args = p.parse_args(argv)
 
@@ -128,7 +129,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 queries.texts[i % len(queries.texts)],
                 bank=bank,
                 query_timestamp=queries.query_time,
-                reranker="none",
+                reranker=args.reranker,
                 trace=True,
                 **options,
             )
@@ -144,7 +145,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             for name, span in seen.items():
                 per.setdefault(name, []).append(span)
     print(
-        f"bank {bank}, options {options}, {args.calls} recalls, 1 client, load {os.getloadavg()[0]:.2f}; "
+        f"bank {bank}, options {options}, reranker {args.reranker}, {args.calls} recalls, 1 client, "
+        f"load {os.getloadavg()[0]:.2f}; "
         f"total p50 {quantile(totals, 50):.2f} ms"
     )
     print(f"  {'stage / statement':28s} {'start':>7s} {'end':>7s} {'length':>7s}  (p50 ms)  runs")

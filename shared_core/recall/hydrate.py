@@ -135,7 +135,7 @@ def rows_plan(bank: str, ids: Sequence[str], vector: npt.NDArray[np.float32]) ->
     if not ids:
         return {}
     rows: list[MemoryRow] = yield Query(
-        HYDRATE, {"bank": bank, "ids": list(ids), "qvec": vector}, row_type=MemoryRow
+        HYDRATE, {"bank": bank, "ids": list(ids), "qvec": vector}, row_type=MemoryRow, binary=True
     )
     return {r.id: r for r in rows}
 
@@ -180,6 +180,7 @@ def fill_plan(
         HYDRATE,
         {"bank": params["bank"], "ids": [r.id for r in found], "qvec": params["qvec"]},
         row_type=MemoryRow,
+        binary=True,
     )
     by_id = {r.id: r for r in rows}
     return [by_id[r.id] for r in found if r.id in by_id]

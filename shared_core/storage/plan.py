@@ -70,6 +70,11 @@ class Query:
     throws ``psycopg.errors.QueryCanceled`` into the plan, which may recover. ``settings`` are
     applied with ``set_config(..., true)`` in the same transaction (e.g. pgvector's
     ``hnsw.ef_search``).
+
+    ``binary``: the rows come in Postgres's binary format, which psycopg decodes faster than
+    the text format for numbers, timestamps and uuids (the same Python values); for the
+    statements whose rows are such plain types that a recall reads by the hundred (not jsonb,
+    whose binary form decoded slower: docs/benchmarks/cpu18_recall_cpu.md).
     """
 
     statement: Statement
@@ -78,6 +83,7 @@ class Query:
     timeout_ms: int | None = None
     settings: Mapping[str, str] = field(default_factory=dict)
     row_type: Callable[..., Any] | None = None
+    binary: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -128,7 +128,7 @@ def _result_sync(cur: psycopg.Cursor[Any], query: Query) -> Any:
 
 
 def _exec_sync(conn: psycopg.Connection[Any], query: Query) -> Any:
-    with conn.cursor(row_factory=_row_factory(query)) as cur:
+    with conn.cursor(row_factory=_row_factory(query), binary=query.binary) as cur:
         for stmt in _setting_statements(query):
             cur.execute(stmt)
         cur.execute(query.statement, query.params)
@@ -138,7 +138,7 @@ def _exec_sync(conn: psycopg.Connection[Any], query: Query) -> Any:
 def _send_sync(conn: psycopg.Connection[Any], queries: Sequence[Query]) -> list[psycopg.Cursor[Any]]:
     cursors = []
     for query in queries:
-        cur = conn.cursor(row_factory=_row_factory(query))
+        cur = conn.cursor(row_factory=_row_factory(query), binary=query.binary)
         for stmt in _setting_statements(query):
             cur.execute(stmt)
         cur.execute(query.statement, query.params)
@@ -347,7 +347,7 @@ async def _result_async(cur: psycopg.AsyncCursor[Any], query: Query) -> Any:
 
 
 async def _exec_async(conn: psycopg.AsyncConnection[Any], query: Query) -> Any:
-    async with conn.cursor(row_factory=_row_factory(query)) as cur:
+    async with conn.cursor(row_factory=_row_factory(query), binary=query.binary) as cur:
         for stmt in _setting_statements(query):
             await cur.execute(stmt)
         await cur.execute(query.statement, query.params)
@@ -359,7 +359,7 @@ async def _send_async(
 ) -> list[psycopg.AsyncCursor[Any]]:
     cursors = []
     for query in queries:
-        cur = conn.cursor(row_factory=_row_factory(query))
+        cur = conn.cursor(row_factory=_row_factory(query), binary=query.binary)
         for stmt in _setting_statements(query):
             await cur.execute(stmt)
         await cur.execute(query.statement, query.params)

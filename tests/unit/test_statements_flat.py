@@ -4,6 +4,7 @@ token, as those composed at every recall, and only for the queries they were com
 from __future__ import annotations
 
 import dataclasses
+import datetime as _dt
 import re
 
 import numpy as np
@@ -14,13 +15,14 @@ from shared_core.recall.arms import TYPES_TEST, ArmQuery
 from shared_core.recall.arms import graph as graph_arm
 from shared_core.recall.arms import keyword as keyword_arm
 from shared_core.recall.arms import semantic as semantic_arm
+from shared_core.recall.arms import temporal as temporal_arm
 from shared_core.recall.filters import compile_filter
 from shared_core.recall.settings import RecallSettings
 from shared_core.storage import runner
 from shared_core.storage.dimensions import Dimension
 from shared_core.storage.plan import GENERIC_PLAN, Query
 from shared_core.storage.statements import compact, flat
-from shared_core.types import FACT_TYPES
+from shared_core.types import FACT_TYPES, TimeWindow
 
 _TOKEN = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|[^\s'\"]+")
 
@@ -117,3 +119,49 @@ def test_settings_statements_render_as_composed() -> None:
 
 def test_flat_renders_literals() -> None:
     assert flat(sql.SQL("SELECT {}").format(sql.Literal(384))).as_string() == "SELECT 384"
+
+
+def _first_hop(q: ArmQuery) -> Query:
+    """The first statement of the temporal arm's spread from one entry point."""
+    window = TimeWindow(
+        start=_dt.datetime(2024, 1, 1, tzinfo=_dt.UTC), end=_dt.datetime(2024, 2, 1, tzinfo=_dt.UTC)
+    )
+    entry = temporal_arm.DatedHit(
+        id="00000000-0000-0000-0000-000000000001",
+        similarity=0.5,
+        occurred_start=window.start,
+        occurred_end=None,
+        mentioned_at=None,
+        date_grain="day",
+    )
+    hop = next(temporal_arm._spread(q, [entry], window, 10))
+    assert isinstance(hop, Query)
+    return hop
+
+
+def test_the_temporal_arm_sends_the_statements_it_composed() -> None:
+    q = _query()
+    window = TimeWindow(
+        start=_dt.datetime(2024, 1, 1, tzinfo=_dt.UTC), end=_dt.datetime(2024, 2, 1, tzinfo=_dt.UTC)
+    )
+    where, dim = q.where_sql, Dimension(384)
+    sent = {
+        "entry": temporal_arm._start(dataclasses.replace(q, window=window)),
+        "dated evidence": temporal_arm._start(dataclasses.replace(q, asks_when=True)),
+        "hop": _first_hop(q),
+    }
+    composed = {
+        "entry": temporal_arm.temporal_entry_statement(where, dim),
+        "dated evidence": temporal_arm.dated_evidence_statement(where, dim),
+        "hop": temporal_arm.temporal_hop_statement(where, dim, filtered=False, types=TYPES_TEST),
+    }
+    for name, statement in composed.items():
+        query = sent[name]
+        assert query is not None, name
+        assert isinstance(query.statement, sql.SQL), name
+        assert _tokens(query.statement.as_string()) == _tokens(statement.as_string()), name
+    assert _first_hop(q).statement is _first_hop(q).statement  # composed once
+    filtered = _query(tags=("x",))
+    assert isinstance(_first_hop(filtered).statement, sql.Composed)
+    entry = temporal_arm._start(dataclasses.replace(filtered, window=window))
+    assert entry is not None and isinstance(entry.statement, sql.Composed)

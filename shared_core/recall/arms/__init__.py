@@ -29,7 +29,7 @@ as :class:`ScoredRow`. A new arm is a module here with an
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -54,6 +54,8 @@ __all__ = [
     "ArmQuery",
     "ArmResult",
     "ScoredRow",
+    "arm_hit",
+    "best_first",
     "ranked",
     "rows_or_raise",
     "tag_clause",
@@ -255,8 +257,19 @@ def rows_or_raise(result: Sequence[R] | BaseException) -> Sequence[R]:
 def ranked(rows: Sequence[ScoredRow]) -> list[ArmHit]:
     """Scored rows as hits, best score first (ties by id)."""
     # float(): Postgres may hand a score over as numeric (a Decimal).
-    return sorted((_hit(row.id, float(row.score), None) for row in rows), key=lambda h: (-h.score, h.id))
+    return best_first(arm_hit(row.id, float(row.score), None) for row in rows)
+
+
+def best_first(hits: Iterable[ArmHit]) -> list[ArmHit]:
+    """``hits`` best score first, ties by id (the order of :func:`ranked`).
+
+    >>> [h.id for h in best_first([ArmHit(id="b", score=1.0), ArmHit(id="a", score=1.0),
+    ...                            ArmHit(id="c", score=2.0)])]
+    ['c', 'a', 'b']
+    """
+    return sorted(hits, key=lambda h: (-h.score, h.id))
 
 
 # Built without calling the frozen class (shared_core.slots): ~1,200 hits per recall at 100k.
-_hit = builder(ArmHit, ("id", "score", "temporal_proximity"))
+arm_hit: Callable[[str, float, float | None], ArmHit] = builder(ArmHit, ("id", "score", "temporal_proximity"))
+"""An :class:`ArmHit` from its ``id``, ``score`` and ``temporal_proximity``, positional."""

@@ -317,6 +317,7 @@ def _start(q: ArmQuery) -> Query | None:
         timeout_ms=q.settings.graph_timeout_ms,
         settings=GENERIC_PLAN,
         row_type=ScoredRow,
+        binary=True,
     )
 
 
@@ -346,6 +347,7 @@ def _finish(q: ArmQuery, rows: Sequence[ScoredRow] | BaseException, watch: Stopw
                         ),
                         _params(q, *_seeds(q)),
                         row_type=ScoredRow,
+                        binary=True,
                     ),
                 )
             )

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from shared_core.recall.fusion import ArmHit
 from shared_core.recall.timing import Stopwatch
 from shared_core.storage.dimensions import Dimension
 from shared_core.storage.plan import GENERIC_PLAN, Plan, Query
+from shared_core.storage.statements import flat
 from shared_core.types import DateGrain, TimeWindow
 
 __all__ = [
@@ -512,7 +514,11 @@ def _spread(
     above ``_TEMPORAL_MIN_SCORE``.
     """
     settings = q.settings
-    statement = temporal_hop_statement(q.where_sql, q.dimension, filtered=q.filtered, types=type_clause(q))
+    statement = (
+        _unfiltered_hop_statement(q.dimension)
+        if not q.filtered
+        else temporal_hop_statement(q.where_sql, q.dimension, filtered=True, types=type_clause(q))
+    )
     best: dict[str, float] = {e.id: temporal_proximity(e.date, window) for e in entries}
     reached: dict[str, _Reached] = {}
     frontier = list(best)
@@ -526,6 +532,8 @@ def _spread(
                 fanout=_TEMPORAL_FANOUT,
                 temporal_min=settings.temporal_min_similarity,
             ),
+            # Text rows: the link weight is a real, whose text form (0.9644676) is not the
+            # float the binary one gives (0.9644675850868225), and the spread multiplies it.
             row_type=_HopRow,
         )
         grown: dict[str, float] = {}
@@ -560,12 +568,16 @@ def _start(q: ArmQuery) -> Query | None:
             filtered_dated_evidence_statement(q.where_sql, q.dimension, types=type_clause(q))
             if exact
             else dated_evidence_statement(q.where_sql, q.dimension)
+            if q.filtered
+            else _unfiltered_dated_evidence_statement(q.dimension)
         )
-        return Query(dated, q.params(), row_type=DatedHit)
+        return Query(dated, q.params(), row_type=DatedHit, binary=True)
     entry = (
         filtered_temporal_entry_statement(q.where_sql, q.dimension, types=type_clause(q))
         if exact
         else temporal_entry_statement(q.where_sql, q.dimension)
+        if q.filtered
+        else _unfiltered_entry_statement(q.dimension)
     )
     return Query(
         entry,
@@ -578,6 +590,7 @@ def _start(q: ArmQuery) -> Query | None:
         # custom plans: their selectivity is the planner's to read from the values.
         settings=ENTRY_SETTINGS if q.filtered else {**ENTRY_SETTINGS, **GENERIC_PLAN},
         row_type=DatedHit,
+        binary=True,
     )
 
 
@@ -603,6 +616,29 @@ def _finish(q: ArmQuery, rows: Sequence[DatedHit] | BaseException, watch: Stopwa
             neighbours = yield from _spread(q, entries, window, budget_left)
         hits = _temporal_hits(entries, neighbours, window)
     return ArmResult(hits=hits)
+
+
+# The unfiltered statements (their ``where_sql`` is then always ``(TRUE AND TRUE)``, the type
+# test TYPES_TEST), composed once (shared_core.storage.statements), as the other arms' are: the
+# hop statement was composed once per spread and rendered at each of its (usually three) hops,
+# one after another on a dated recall's path (~0.15 ms composing and 0.05 ms rendering each
+# time), the entry statement (2,454 bytes) composed and rendered at every dated recall
+# (0.12 ms rendering). Measured with timeit, 2026-12-03 (docs/benchmarks/crit19_recall.md).
+@functools.cache
+def _unfiltered_hop_statement(dimension: Dimension) -> sql.SQL:
+    return flat(
+        temporal_hop_statement(ArmQuery.unfiltered_where(), dimension, filtered=False, types=TYPES_TEST)
+    )
+
+
+@functools.cache
+def _unfiltered_entry_statement(dimension: Dimension) -> sql.SQL:
+    return flat(temporal_entry_statement(ArmQuery.unfiltered_where(), dimension))
+
+
+@functools.cache
+def _unfiltered_dated_evidence_statement(dimension: Dimension) -> sql.SQL:
+    return flat(dated_evidence_statement(ArmQuery.unfiltered_where(), dimension))
 
 
 TEMPORAL = Arm(start=_start, finish=_finish)
