@@ -169,7 +169,7 @@ class EmbeddingDimensionError(InvalidItemError, DimensionMismatchError):
         self.index = index
         self.reason = (
             f"embedding has {given} dimensions; the engine's model {model!r} makes {dimension} "
-            f"(a bank holds one model's vectors)"
+            f"for bank {bank!r} (a bank holds one model's vectors)"
         )
         # Not InvalidItemError.__init__: its super() is DimensionMismatchError's (the MRO).
         Exception.__init__(self, f"item {index}: {self.reason}")
