@@ -21,7 +21,7 @@ from shared_core.recall.arms import Arm, ArmQuery, ArmResult
 from shared_core.recall.arms.graph import GRAPH, neighbour_plan
 from shared_core.recall.arms.keyword import KEYWORD, keyword_terms
 from shared_core.recall.arms.semantic import SEMANTIC
-from shared_core.recall.arms.temporal import TEMPORAL, asks_when, temporal_proximity
+from shared_core.recall.arms.temporal import NO_DATE_PROXIMITY, TEMPORAL, asks_when
 from shared_core.recall.boosts import (
     BoostInput,
     apply_boosts,
@@ -810,7 +810,7 @@ def _boost_input(
         if date is not None:
             proximity = window_match(date, window)
         elif proximity is None:
-            proximity = temporal_proximity(date, window)
+            proximity = NO_DATE_PROXIMITY
     return _boost_input_of(
         candidate.id,
         row.occurred_start,

@@ -288,8 +288,9 @@ def analyse_stale(stale: Sequence[_Table]) -> tuple[Query, ...]:
 
 
 def fresh_statistics(written: Mapping[str, int]) -> Plan[None]:
-    """Before a retain's foreign-key-checked writes: analyse the referenced tables whose
-    statistics miss the rows this retain wrote (one catalog read when none do)."""
+    """Before a retain's mention and link writes: analyse the tables whose statistics miss the
+    rows this retain wrote (one catalog read when none do). Written for those writes' foreign-key
+    checks, which migration 0024 dropped (see retain/plan.py)."""
     stale: list[_Table] = yield stale_statistics_query(written)
     # Not ``yield from``: the runner sends each statement's result back (see fk_checked).
     for analyse in analyse_stale(stale):  # noqa: UP028

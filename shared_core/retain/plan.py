@@ -276,9 +276,10 @@ def retain_plan(request: RetainRequest, vectors: npt.NDArray[np.float32]) -> Pla
         # explicit entities are the whole truth for their item: no lower-case mention linking
         mention_linked=[request.items[u.item_index].entities is None for u in units],
     )
-    # Before the writes whose checks looked up units and entities (mentions, then links; no
-    # key checks them since migration 0024): the statistics must know at least the rows
-    # written here, or the checks read whole banks.
+    # Written for the foreign-key checks of the mentions and links (they read whole banks when
+    # the statistics knew fewer rows than the retain wrote). Migration 0024 dropped those
+    # keys; whether any other plan of the retain still needs the refresh is not measured, so
+    # it stays until it is.
     yield from fresh_statistics(
         {"memory_units": len(units), "entities": len({entity for _, entity in mentions})}
     )
