@@ -211,10 +211,15 @@ def _check_value(op: str, value: Any, path: str) -> Any:
             raise InvalidFilterError(path, f"between expects [low, high], got {value!r}")
         low = _scalar(value[0], f"{path}[0]", ordered=True)
         high = _scalar(value[1], f"{path}[1]", ordered=True)
-        # Reversed bounds would match nothing, silently: say why instead (as a reversed
-        # temporal_window does). Bounds of two types (a number and a string) are compared by
-        # jsonpath as they are, and kept (tests/integration/test_metadata_values.py).
-        if isinstance(low, str) == isinstance(high, str) and low > high:  # type: ignore[operator]
+        # Bounds that would match nothing, silently, are a typed error saying why (as a
+        # reversed temporal_window is): jsonpath compares a number with a string as unknown.
+        if isinstance(low, str) != isinstance(high, str):
+            raise InvalidFilterError(
+                path,
+                f"$between bounds are a number and a string ({low!r}, {high!r}), which match "
+                "nothing: give both as numbers or both as strings",
+            )
+        if low > high:  # type: ignore[operator]
             raise InvalidFilterError(path, f"$between bounds are reversed: {low!r} > {high!r}")
         return (low, high)
     if op in _TEXT_OPS:

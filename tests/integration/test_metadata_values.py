@@ -129,7 +129,6 @@ RANGES: list[dict[str, Any]] = [
     {"nested.x": {"$gt": 2}},
     {"nested.deep.y": {"$gte": "a"}},
     {"long": {"$gte": "x"}},
-    {"year": {"$between": [2020, "2030"]}},
     {"$or": [{"team": "icu"}, {"year": {"$gt": 2023}}]},
     {"$and": [{"team": "er"}, {"year": {"$gte": 2021}}]},
     {"$not": {"year": {"$gte": 2022}}},
@@ -153,7 +152,7 @@ def test_a_rewritten_range_selects_the_same_memories(
     rewritten = engine.run(range_values_plan(bank, plain))
     with psycopg.connect(engine.dsn) as conn:
         assert _matching(conn, bank, rewritten) == _matching(conn, bank, plain)
-    left_as_is = ({"year": {"$between": [2020, "2030"]}}, {"long": {"$gte": "x"}})
+    left_as_is = ({"long": {"$gte": "x"}},)
     if range_conditions(plain.tree) and spec not in left_as_is:
         # given its index-served test (or FALSE: no value passes)
         served = "@ ==" in str(rewritten.params) or "FALSE" in rewritten.clause.as_string()
