@@ -43,7 +43,13 @@ from shared_core.recall.settings import RecallSettings
 from shared_core.retain.bulk import DEFAULT_BULK_BATCH_SIZE, DEFAULT_BULK_EXTRACTION_PROCESSES, bulk_flow
 from shared_core.retain.flow import RetainContext, retain_flow
 from shared_core.schema import apply_migrations, ensure_extensions, schema_dimension
-from shared_core.server import acquire_embedded, embedded_outage, normalise_dsn, release_embedded
+from shared_core.server import (
+    acquire_embedded,
+    embedded_outage,
+    normalise_dsn,
+    release_embedded,
+    revive_embedded,
+)
 from shared_core.storage import documents, queries
 from shared_core.storage.dimensions import ensure_dimension
 from shared_core.storage.documents import StoredDocument
@@ -196,6 +202,11 @@ class MemoryEngine:
             connect_timeout=cfg.connect_timeout,
             outage_hint=(
                 functools.partial(embedded_outage, self._embedded_path)
+                if self._embedded_path is not None
+                else None
+            ),
+            revive=(
+                functools.partial(revive_embedded, self._embedded_path, self.dsn)
                 if self._embedded_path is not None
                 else None
             ),

@@ -36,6 +36,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import json
+import logging
 import os
 import re
 import secrets
@@ -46,6 +47,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,7 +73,10 @@ __all__ = [
     "embedded_settings",
     "normalise_dsn",
     "release_embedded",
+    "revive_embedded",
 ]
+
+_log = logging.getLogger(__name__)
 
 _APP_NAME = "hindsight-retrievers"
 # SQLAlchemy-style URLs ("postgresql+psycopg://") are what LangChain users hold; libpq wants the
@@ -93,6 +98,10 @@ _LOG_FILE: Final = "log"
 _PRIVATE_MODE: Final = 0o700
 _START_TIMEOUT_S: Final = 60
 _STOP_TIMEOUT_S: Final = 20
+# How long a failed connection attempt keeps trying to start a stopped server again, and the
+# pause between tries (the old backends' exit, usually well under a second).
+_REVIVE_TIMEOUT_S: Final = 10.0
+_REVIVE_PAUSE_S: Final = 0.2
 # A process's start time, as psutil reports it, is stable to well under this while the wall
 # clock is; on Linux it is derived from the boot time, which moves when the clock is stepped
 # (seen: 45 s on a VM), so there a user is matched by its start in clock ticks since boot
@@ -599,13 +608,8 @@ def acquire_embedded(data_dir: Path | str | None = None) -> tuple[Path, str]:
         raise ConfigurationError(f"data_dir {str(path)!r} is a file, not a directory")
     with _lock:
         handle = _servers.get(path)
-        if handle is not None and _read_postmaster(path) is None:
-            # This process's server was stopped or killed under its engines: a new engine
-            # starts it again (the engines already open get DatabaseUnavailableError saying so).
-            with _file_lock(path):
-                fresh = _open(path)
-            fresh.users = handle.users
-            _servers[path] = handle = fresh
+        if handle is not None:
+            handle = _started_again(path, handle)
         if handle is None:
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
@@ -621,14 +625,52 @@ def acquire_embedded(data_dir: Path | str | None = None) -> tuple[Path, str]:
         return path, handle.dsn
 
 
+def _started_again(path: Path, handle: _Handle) -> _Handle:
+    """Under ``_lock``: this process's server of ``path`` started again if it was stopped or
+    killed under its engines (another process may have done it already)."""
+    if _read_postmaster(path) is not None:
+        return handle
+    with _file_lock(path):
+        fresh = _open(path)
+    fresh.users = handle.users
+    _servers[path] = fresh
+    return fresh
+
+
+def revive_embedded(path: Path, dsn: str) -> bool:
+    """Start the embedded server of ``path`` again if it stopped under this process's open
+    engines (killed, or stopped by hand); return whether it now runs at ``dsn``, the address
+    those engines connect to. False when this process holds no engine on it, its data directory
+    is no longer a cluster (never initialise a new, empty one under open engines), it cannot
+    start, or it came back at another address (a socket directory made by ``mkdtemp``): then
+    only a new engine reaches it. Called by a pool whose connection attempt failed."""
+    deadline = time.monotonic() + _REVIVE_TIMEOUT_S
+    with _lock:
+        while True:
+            handle = _servers.get(path)
+            if handle is None or not (path / "PG_VERSION").exists():
+                return False
+            try:
+                handle = _started_again(path, handle)
+            except (ConfigurationError, OSError) as exc:
+                # A killed postmaster's backends hold its shared memory until they notice
+                # and exit; a start before then fails ("another server might be running").
+                _log.debug("the embedded server of %s did not start again: %s", path, exc)
+                if time.monotonic() > deadline:
+                    return False
+                time.sleep(_REVIVE_PAUSE_S)
+                continue
+            return handle.dsn == dsn
+
+
 def embedded_outage(path: Path) -> str | None:
     """What to tell a caller who cannot reach the embedded server of ``path``: that it is not
     running, and how to start it again; None while it runs (then the cause is elsewhere)."""
     if _read_postmaster(path) is not None:
         return None
     return (
-        f"the embedded server of {path} is not running (it was stopped or killed): open a new "
-        f"engine on it to start it again"
+        f"the embedded server of {path} is not running (it was stopped or killed): the "
+        f"engine's next call starts it again, or open a new engine on it"
     )
 
 

@@ -163,6 +163,9 @@ class _NotedConnection(psycopg.Connection[Any]):
     per :class:`Pools` on a subclass): a pool timeout during an outage is no exhausted pool."""
 
     failed: ClassVar[Callable[[Exception], None]]
+    # Starts the server again when it stopped (the embedded one), True when it runs again at
+    # the pool's address: set per Pools, None for a server someone else runs.
+    revive: ClassVar[Callable[[], bool] | None] = None
     # psycopg's noise about this connection is dropped (shared_core.quiet.OwnConnectionFilter):
     # its errors reach the caller typed.
     hindsight_owned: ClassVar[bool] = True
@@ -173,13 +176,18 @@ class _NotedConnection(psycopg.Connection[Any]):
             return super().connect(conninfo, **kwargs)
         except Exception as exc:
             cls.failed(exc)
-            raise
+            # Nothing was sent on a connection that never opened: once the server runs again,
+            # the call waiting for it goes on as if nothing had happened, writes included.
+            if cls.revive is None or not cls.revive():
+                raise
+        return super().connect(conninfo, **kwargs)
 
 
 class _NotedAsyncConnection(psycopg.AsyncConnection[Any]):
     """Async twin of :class:`_NotedConnection`."""
 
     failed: ClassVar[Callable[[Exception], None]]
+    revive: ClassVar[Callable[[], bool] | None] = None
     hindsight_owned: ClassVar[bool] = True
 
     @classmethod
@@ -188,7 +196,10 @@ class _NotedAsyncConnection(psycopg.AsyncConnection[Any]):
             return await super().connect(conninfo, **kwargs)
         except Exception as exc:
             cls.failed(exc)
-            raise
+            # Starting a server blocks for a few hundred ms: not on the event loop.
+            if cls.revive is None or not await asyncio.to_thread(cls.revive):
+                raise
+        return await super().connect(conninfo, **kwargs)
 
 
 async def _close_soon(
@@ -216,6 +227,10 @@ class Pools:
         ef_search, max_scan_tuples: pgvector HNSW session settings.
         connect_timeout: seconds to wait for a new connection, or for a free pooled one,
             before a call fails with :class:`~shared_core.errors.DatabaseUnavailableError`.
+        outage_hint: what to add to that error (who runs the server, how to start it).
+        revive: called when a connection attempt fails, for a server this process runs (the
+            embedded one): starts it again if it stopped; True when it runs again at ``dsn``,
+            and the attempt is made once more.
 
     Pooled connections are checked before use (locally when their socket is quiet:
     :func:`_quiet`), so a server restart between calls is not seen; :meth:`run_read` retries
@@ -234,6 +249,7 @@ class Pools:
         max_scan_tuples: int,
         connect_timeout: float = 5.0,
         outage_hint: Callable[[], str | None] | None = None,
+        revive: Callable[[], bool] | None = None,
     ) -> None:
         self.dsn = dsn
         self._outage_hint = outage_hint
@@ -275,7 +291,16 @@ class Pools:
         # Why it failed (the driver's first line): the typed error of a call that timed out
         # during an outage says it, since psycopg_pool's own warnings are kept off stderr.
         self._last_connect_error = ""
-        noted = {"failed": staticmethod(self._note_connect_failure)}
+        self._revive = revive
+        # Set by a failed connection attempt: the next call first makes sure the server runs
+        # again (waiting for a start already under way) before it asks the pool for a
+        # connection, so that a start slower than the wait of the call that saw the failure
+        # costs that one call only.
+        self._revive_due = False
+        noted = {
+            "failed": staticmethod(self._note_connect_failure),
+            "revive": staticmethod(revive) if revive is not None else None,
+        }
         self._sync_class = type("HindsightConnection", (_NotedConnection,), noted)
         self._async_class = type("HindsightAsyncConnection", (_NotedAsyncConnection,), noted)
 
@@ -284,6 +309,9 @@ class Pools:
         """Run ``plan`` on the sync pool, in one transaction."""
         pool: ConnectionPool[Any] | None = None
         try:
+            if self._revive_due and self._revive is not None:
+                self._revive_due = False
+                self._revive()
             pool = self._sync_pool()
             assert self._executor is not None
             return run_sync(pool, plan, executor=self._executor)
@@ -297,6 +325,9 @@ class Pools:
         """Run ``plan`` on this event loop's async pool, in one transaction."""
         pool: AsyncConnectionPool[Any] | None = None
         try:
+            if self._revive_due and self._revive is not None:
+                self._revive_due = False
+                await asyncio.to_thread(self._revive)
             pool = await self._async_pool()
             return await run_async(pool, plan)
         except Exception as exc:
@@ -329,6 +360,7 @@ class Pools:
 
     def _note_connect_failure(self, exc: Exception) -> None:
         self._last_connect_failure = time.monotonic()
+        self._revive_due = self._revive is not None
         self._last_connect_error = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
 
     def _outage(self, typed: DatabaseUnavailableError) -> DatabaseUnavailableError:
