@@ -437,7 +437,7 @@ _LEAVE_REASONS = (
     ("manager", "the new manager cut everyone's hours and I couldn't pay rent"),
     ("mould", "the building had mould and I kept getting sick"),
     ("bored", "honestly I was bored out of my mind, same thing every day for six years"),
-    ("salary", "they refused me a raise for the third year running"),
+    ("raise", "they refused me a raise for the third year running"),
 )
 _MOVE_REASONS = (
     ("hospital", "my partner got a post at the hospital there and I can work from anywhere"),
@@ -677,7 +677,7 @@ def _person_beats(
     )
     if move:
         s_move = rng.randrange(s_home + 2, last + 1) if s_home + 2 <= last else last
-        s_plan = rng.randrange(s_home, s_move)
+        s_plan = rng.randrange(s_home + 1, s_move)  # strictly between: after the old home, before the move
         beats.append(
             (
                 s_plan,
