@@ -1004,6 +1004,9 @@ DATASETS: dict[str, Callable[[], list[Conversation]]] = {
     # scoring only (its own seed and people)
     "life-chats-train": lambda: life_chats("train"),
     "life-chats-test": lambda: life_chats("test"),
+    # the same test chats, each memory the message alone (no "Name: "): how much of a margin
+    # rests on the speaker's name written in every message
+    "life-chats-test-bare": lambda: life_chats("test", named=False),
 }
 
 

@@ -879,7 +879,9 @@ def _events(
     return beats, qs
 
 
-def _bank(rng: random.Random, index: int, names: tuple[str, ...], prefix: str) -> LifeBank:
+def _bank(
+    rng: random.Random, index: int, names: tuple[str, ...], prefix: str, named: bool = True
+) -> LifeBank:
     a, b = rng.sample(names, 2)
     people = (a, b)
     n_sessions = rng.randint(4, 8)
@@ -925,7 +927,7 @@ def _bank(rng: random.Random, index: int, names: tuple[str, ...], prefix: str) -
                 Turn(
                     dia_id=k,
                     speaker=speaker,
-                    text=f"{speaker}: {text}",
+                    text=f"{speaker}: {text}" if named else text,
                     session=s + 1,
                     mentioned_at=when + dt.timedelta(minutes=i),
                 )
@@ -941,20 +943,23 @@ def _bank(rng: random.Random, index: int, names: tuple[str, ...], prefix: str) -
     return LifeBank(conversation=conv, needles=tuple(n for *_, n in questions))
 
 
-def life_banks(split: str) -> list[LifeBank]:
-    """The chats of ``split`` ("train" or "test") with their needles (deterministic)."""
+def life_banks(split: str, *, named: bool = True) -> list[LifeBank]:
+    """The chats of ``split`` ("train" or "test") with their needles (deterministic).
+    ``named=False``: the same chats with each message's text alone (the speaker only in the
+    turn's ``speaker``, as an app that stores the sender beside the text would)."""
     if split == "train":
         rng, n, names = random.Random(TRAIN_SEED), TRAIN_BANKS, _TRAIN_NAMES
     elif split == "test":
         rng, n, names = random.Random(TEST_SEED), TEST_BANKS, _TEST_NAMES
     else:
         raise ValueError(f"unknown split {split!r}")
-    return [_bank(rng, i, names, f"life-chats-{split}") for i in range(n)]
+    prefix = f"life-chats-{split}" + ("" if named else "-bare")
+    return [_bank(rng, i, names, prefix, named) for i in range(n)]
 
 
-def life_chats(split: str) -> list[Conversation]:
+def life_chats(split: str, *, named: bool = True) -> list[Conversation]:
     """The ``life-chats-<split>`` conversations (deterministic)."""
-    return [b.conversation for b in life_banks(split)]
+    return [b.conversation for b in life_banks(split, named=named)]
 
 
 def main() -> None:

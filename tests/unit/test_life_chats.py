@@ -79,3 +79,12 @@ def test_registered_with_their_categories() -> None:
             assert all(D.CATEGORIES[q.category].startswith("life ") for q in c.questions)
     # "when" is the only timed kind: the harness's "timed" group is the when questions
     assert set(L.LIFE_CATEGORIES) - D.UNTIMED_CATEGORIES == {15}
+
+
+def test_bare_variant_is_the_same_chat_without_names() -> None:
+    named, bare = D.build_dataset("life-chats-test"), D.build_dataset("life-chats-test-bare")
+    for a, b in zip(named, bare, strict=True):
+        assert [q.evidence for q in a.questions] == [q.evidence for q in b.questions]
+        for x, y in zip(a.turns, b.turns, strict=True):
+            assert (x.dia_id, x.speaker, x.mentioned_at) == (y.dia_id, y.speaker, y.mentioned_at)
+            assert x.text == f"{y.speaker}: {y.text}"
