@@ -50,6 +50,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _locomo import Conversation, Question, QuestionResult, Turn
+from life_chats import LIFE_CATEGORIES, LIFE_UNTIMED, life_chats
 from said_questions import said_chats
 from when_questions import when_notes
 from wiki_paragraphs import UNTIMED as WIKI_UNTIMED
@@ -80,9 +81,11 @@ CATEGORIES: dict[int, str] = {
     8: "names a day, dated gold",
     # 9-12: encyclopedia articles of an independent generator (benchmarks/wiki_paragraphs.py)
     **WIKI_CATEGORIES,
+    # 13-17: everyday chats between friends (benchmarks/life_chats.py)
+    **LIFE_CATEGORIES,
 }
 # the kinds whose question names no time (the "timed" group leaves them out)
-UNTIMED_CATEGORIES = frozenset({4, WIKI_UNTIMED})
+UNTIMED_CATEGORIES = frozenset({4, WIKI_UNTIMED, *LIFE_UNTIMED})
 
 _ONSETS = [
     "Al",
@@ -996,6 +999,14 @@ DATASETS: dict[str, Callable[[], list[Conversation]]] = {
     # reranker's training distribution: wiki-dev for looking at traces, wiki-test for scoring only
     "wiki-dev": lambda: wiki_conversations(SEED + 10, 2, "wiki-dev"),
     "wiki-test": lambda: wiki_conversations(SEED + 11, 2, "wiki-test"),
+    # everyday chats between two friends, a messaging-app style neither LoCoMo nor said-chats
+    # has (benchmarks/life_chats.py): -train for training rows and error analysis, -test for
+    # scoring only (its own seed and people)
+    "life-chats-train": lambda: life_chats("train"),
+    "life-chats-test": lambda: life_chats("test"),
+    # the same test chats, each memory the message alone (no "Name: "): how much of a margin
+    # rests on the speaker's name written in every message
+    "life-chats-test-bare": lambda: life_chats("test", named=False),
 }
 
 
