@@ -81,3 +81,47 @@ def test_a_turn_said_on_the_last_days_of_the_asked_month_matches_it_as_one_said_
     assert gold.scores.temporal_boost > 1.0
     # said six months before December: outside it by more than half its span
     assert by_text[MIDYEAR[0]].scores.temporal_proximity == pytest.approx(0.0)
+
+
+# Told after the asked month, of something that happened in it; and a plan told before it.
+TRIP = 'Evan said, "I went up to the Rocky Mountains, the views were stunning."'
+TRIP_SAID = dt.datetime(2023, 8, 27, 19, tzinfo=UTC)
+PLAN = 'Evan said, "I might drive to the mountains some day, I have never seen them."'
+PLAN_SAID = dt.datetime(2023, 5, 2, 19, tzinfo=UTC)
+INSIDE = 'Sam said, "I cooked a big pot of soup for my neighbours."'
+INSIDE_SAID = dt.datetime(2023, 7, 15, 19, tzinfo=UTC)
+
+
+@pytest.fixture(scope="module")
+def trip_bank(engine: MemoryEngine) -> str:
+    bank = f"trip-{uuid.uuid4().hex[:10]}"
+    engine.retain(
+        [
+            MemoryItem(text=TRIP, mentioned_at=TRIP_SAID),
+            MemoryItem(text=PLAN, mentioned_at=PLAN_SAID),
+            MemoryItem(text=INSIDE, mentioned_at=INSIDE_SAID),
+        ],
+        bank=bank,
+        progress=False,
+    )
+    return bank
+
+
+def test_a_turn_said_after_the_window_is_not_boosted_down_one_said_before_it_is(
+    engine: MemoryEngine, trip_bank: str
+) -> None:
+    query = "Where did Evan travel in July 2023?"
+    result = engine.recall(query, bank=trip_bank, query_timestamp=QUERY_TIME, trace=True)
+    assert result.trace is not None and result.trace.time_window is not None
+    window = result.trace.time_window
+    assert window.end < TRIP_SAID and window.start > PLAN_SAID
+    by_text = {m.text: m for m in result.memories}
+    # when a turn that states no date was said bounds when what it tells happened only from
+    # above: said a month after July, it is no evidence against July (neutral), where it was
+    # boosted down (x0.75) as a memory dated a month later would be
+    assert by_text[TRIP].scores.temporal_proximity == pytest.approx(0.5)
+    assert by_text[TRIP].scores.temporal_boost == pytest.approx(1.0)
+    # said two months before July it cannot tell of July as past: still boosted down
+    assert by_text[PLAN].scores.temporal_proximity == pytest.approx(0.0)
+    assert by_text[PLAN].scores.temporal_boost < 1.0
+    assert by_text[INSIDE].scores.temporal_boost > 1.0
