@@ -68,11 +68,9 @@ def _boosts(
     floor = float(p.max()) / (1 + DEFAULT_LEARNED_WHEN_ALPHA * NEUTRAL) if len(p) else 0.0
     for i, s in enumerate(q.signals):
         if window is not None:
-            # as recall's _boost_input: a dated memory's match with the window (window_match;
-            # one dated only by when it was said is neutral at worst said after the window)
+            # as recall's _boost_input: a dated memory's match with the window (window_match)
             date = effective_date(s.occurred_start, s.occurred_end, s.mentioned_at, s.date_grain)
-            said = s.occurred_start is None and s.occurred_end is None
-            prox, stated = window_match(date, window, said=said), stated_time_match(s.text, window)
+            prox, stated = window_match(date, window), stated_time_match(s.text, window)
             value = (
                 NEUTRAL if prox is None and stated == 0.0 else max(NEUTRAL if prox is None else prox, stated)
             )

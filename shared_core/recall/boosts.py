@@ -199,7 +199,7 @@ def stated_time_of(years: Sequence[int], window: TimeWindow) -> float:
     return 1.0 if width <= STATED_SPAN_MAX_YEARS else NEUTRAL
 
 
-def window_match(date: _dt.datetime | None, window: TimeWindow, *, said: bool = False) -> float | None:
+def window_match(date: _dt.datetime | None, window: TimeWindow) -> float | None:
     """How well a memory dated ``date`` (its :func:`effective_date`, aware UTC) matches a
     question's ``window`` for the temporal boost: 1 anywhere inside the window, edges included;
     beyond an edge falling linearly to 0 half the window's span away (the slope the temporal
@@ -215,24 +215,12 @@ def window_match(date: _dt.datetime | None, window: TimeWindow, *, said: bool = 
     dated-train unchanged (benchmarks/temporal_ablation.py; docs/benchmarks/tq19_temporal.md).
     Not tuned: no constant.
 
-    ``said``: ``date`` is only when the memory was said (it states no date of its own). Said
-    *after* the window it is then neutral (0.5) at worst, not 0: when something was said bounds
-    when what it tells happened only from above ("I went up to the Rockies", said in August, for
-    "Where was Evan in July?"), so it is no evidence against the window; said before the window
-    it cannot tell of it as past and falls off as a stated date does. Not tuned (no constant): on
-    LoCoMo 0-4, dated-train, dated-prose-train and wiki-dev (offline, shipped weights) every R@k
-    is the same, while neutral at worst on both sides lost 3 window questions of 0-4 at R@10
-    (docs/benchmarks/tq20_temporal.md).
-
     >>> import datetime as dt
     >>> w = TimeWindow(start=dt.datetime(2023, 12, 1), end=dt.datetime(2023, 12, 31))
     >>> [window_match(dt.datetime(2023, 12, d, tzinfo=dt.UTC), w) for d in (1, 15, 31)]
     [1.0, 1.0, 1.0]
     >>> window_match(dt.datetime(2023, 11, 23, 12, tzinfo=dt.UTC), w), window_match(None, w)
     (0.5, None)
-    >>> later = dt.datetime(2024, 3, 1, tzinfo=dt.UTC)
-    >>> window_match(later, w), window_match(later, w, said=True)
-    (0.0, 0.5)
     """
     if date is None:
         return None
@@ -240,10 +228,9 @@ def window_match(date: _dt.datetime | None, window: TimeWindow, *, said: bool = 
         return 1.0
     half = window.span.total_seconds() / 2
     beyond = (window.start - date if date < window.start else date - window.end).total_seconds()
-    floor = NEUTRAL if said and date > window.end else 0.0
     if half <= 0:
-        return floor
-    return max(floor, 1.0 - beyond / half)
+        return 0.0
+    return max(0.0, 1.0 - beyond / half)
 
 
 def _check_mode(mode: str) -> None:

@@ -804,14 +804,11 @@ def _boost_input(
         # boosted by how well its date (as a temporal hit's, DatedHit.date, without building one
         # per candidate) matches the window: fully anywhere inside it (window_match), not by the
         # arm's centre-peaked proximity, which put a turn said on the asked month's last days,
-        # or on X itself under "as of X", at the edge (0). One dated only by when it was said is
-        # neutral at worst when said after the window (it may tell of it). An undated one keeps
-        # what the arm gave it (a neighbour reached by spreading).
+        # or on X itself under "as of X", at the edge (0). An undated one keeps what the arm
+        # gave it (a neighbour reached by spreading).
         date = effective_date(row.occurred_start, row.occurred_end, row.mentioned_at, row.date_grain)
         if date is not None:
-            proximity = window_match(
-                date, window, said=row.occurred_start is None and row.occurred_end is None
-            )
+            proximity = window_match(date, window)
         elif proximity is None:
             proximity = NO_DATE_PROXIMITY
     return _boost_input_of(

@@ -10,7 +10,6 @@ import pytest
 from shared_core.errors import ConfigurationError
 from shared_core.recall.arms.temporal import temporal_proximity
 from shared_core.recall.boosts import (
-    NEUTRAL,
     BoostConfig,
     BoostInput,
     ScoredCandidate,
@@ -474,39 +473,3 @@ def test_the_boost_reads_the_window_match_not_the_arms_centre_peaked_proximity()
         ).temporal_proximity
         == 0.3
     )
-
-
-# --- a memory dated only by when it was said, said after the window ----------------------------
-
-
-def test_said_after_the_window_is_neutral_at_worst_said_before_it_is_not() -> None:
-    half = DECEMBER.span / 2
-    # when it was said bounds only from above when what it tells happened: said after the window,
-    # it may tell of it ("I went up to the Rockies" said in January about December)
-    assert window_match(DECEMBER.end + half, DECEMBER, said=True) == NEUTRAL
-    assert window_match(dt.datetime(2024, 6, 1, tzinfo=UTC), DECEMBER, said=True) == NEUTRAL
-    # just after the end it keeps the (higher) fall-off
-    assert window_match(DECEMBER.end + half / 4, DECEMBER, said=True) == pytest.approx(0.75)
-    # said before the window it cannot tell of it as past: as a stated date
-    assert window_match(DECEMBER.start - half, DECEMBER, said=True) == 0.0
-    assert window_match(dt.datetime(2023, 12, 15, tzinfo=UTC), DECEMBER, said=True) == 1.0
-    assert window_match(None, DECEMBER, said=True) is None
-    # a stated date after the window is still evidence against it
-    assert window_match(DECEMBER.end + half, DECEMBER) == 0.0
-
-
-def test_an_undated_memory_said_after_the_window_gets_a_neutral_boost() -> None:
-    later = dt.datetime(2024, 3, 2, 19, tzinfo=UTC)
-    earlier = dt.datetime(2023, 6, 28, 19, tzinfo=UTC)
-    other = FusedCandidate(id="m", rrf=0.01, ranks={"semantic": 1})
-    assert _boost_input(other, _row(later), DECEMBER).temporal_proximity == NEUTRAL
-    # found by the temporal arm (its centre-peaked 0 carried by fusion): the same
-    arm = FusedCandidate(id="m", rrf=0.01, ranks={"temporal": 3}, temporal_proximity=0.0)
-    assert _boost_input(arm, _row(later), DECEMBER).temporal_proximity == NEUTRAL
-    # said before the window, or stating a date after it: still boosted down
-    assert _boost_input(other, _row(earlier), DECEMBER).temporal_proximity == 0.0
-    assert _boost_input(other, _row(later, occurred=later), DECEMBER).temporal_proximity == 0.0
-    inputs = [_boost_input(other, _row(later), DECEMBER), _boost_input(other, _row(earlier), DECEMBER)]
-    after, before = apply_boosts([0.5, 0.5], inputs, NOW, True, BoostConfig(temporal_alpha=0.5))
-    assert after.temporal_boost == 1.0
-    assert before.temporal_boost == pytest.approx(0.75)
