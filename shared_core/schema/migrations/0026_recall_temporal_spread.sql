@@ -24,6 +24,11 @@
 -- Returned: every memory reached (entry points included when a link raised their score: the
 -- client drops them), its best score, its similarity and dates, in no particular order.
 --
+-- Planned for its values (SET below) whatever the session's plan_cache_mode: the hop planned
+-- generically (a session forcing generic plans) ran for minutes on the 100k bench bank
+-- (2026-12-03, not analysed further); the engine's sessions force custom plans anyway
+-- (storage/pools.py), as the client's hop statement was planned.
+--
 -- A new function: existing banks need nothing else.
 CREATE FUNCTION recall_temporal_spread(
     p_bank text, p_qvec vector, p_dims integer, p_types text[],
@@ -33,6 +38,7 @@ CREATE FUNCTION recall_temporal_spread(
 RETURNS TABLE (id text, propagated float8, similarity float8, occurred_start timestamptz,
                occurred_end timestamptz, mentioned_at timestamptz, date_grain text)
 LANGUAGE plpgsql STABLE
+SET plan_cache_mode = force_custom_plan
 AS $$
 DECLARE
     best_ids uuid[] := p_entries;
