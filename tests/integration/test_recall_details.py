@@ -85,3 +85,42 @@ def test_function_plans_generically(engine: MemoryEngine, bank: str) -> None:
         ).fetchone()
     assert row is not None
     assert row[0] == ["plan_cache_mode=force_generic_plan"] and row[1] == "s"
+
+
+def test_entity_names_of_several_mentions_keep_their_order(engine: MemoryEngine, bank: str) -> None:
+    """Migration 0025 reads the names grouped, each distinct entity once: a memory mentioning
+    several entities (some shared with another memory) gets the same names in the same order
+    (sorted by the server's collation, as the inline statement sorts them), one mentioning
+    none an empty list."""
+    engine.retain(
+        [{"text": "the weather was fine"}, {"text": "we ate soup at noon"}, {"text": "it rained all day"}],
+        bank=bank,
+    )
+    first, second, third = sorted(_ids(engine, bank))
+    names = ["zeta", "Alpha", "beta", "Émile", "Bob", "alpha"]
+    with psycopg.connect(engine.dsn) as conn:
+        # Entity ids rising as the names' sorted order falls: names read in id order (the
+        # mentions' primary key order) would come out reversed, so the order is the sort's.
+        by_collation: list[str] = conn.execute(
+            "SELECT array_agg(n ORDER BY n) FROM unnest(%s::text[]) n", (names,)
+        ).fetchone()[0]  # type: ignore[index]
+        ids = {name: f"00000000-0000-7000-8000-{i:012d}" for i, name in enumerate(reversed(by_collation))}
+        for name in names:
+            conn.execute(
+                "INSERT INTO entities (bank_id, id, canonical_name, match_key) VALUES (%s, %s, %s, %s)",
+                (bank, ids[name], name, name.lower() + ids[name]),
+            )
+        for unit, mentioned in ((first, names), (second, ["Bob", "zeta"])):
+            for name in mentioned:
+                conn.execute(
+                    "INSERT INTO unit_entities (bank_id, unit_id, entity_id) VALUES (%s, %s, %s)",
+                    (bank, unit, ids[name]),
+                )
+    expected = _inline(engine, bank, [first, second, third])
+    shared = [n for n in by_collation if n in ("Bob", "zeta")]
+    for _ in range(8):  # past the prepare threshold and the custom plans, as above
+        got = engine.run(details_plan(bank, [first, second, third]))
+        assert got == expected
+        assert list(got[first].entities) == by_collation
+        assert list(got[second].entities) == shared
+        assert list(got[third].entities) == []

@@ -1,6 +1,7 @@
 """The temporal arm's hop under a filter reads each link's memory by primary key (a LATERAL
 fence), so a selective filter cannot turn it into a scan of every matching memory per frontier
-memory; an unfiltered recall keeps the plain join it always ran (pure)."""
+memory; an unfiltered recall spreads in one call (recall_temporal_spread, migration 0026), whose
+hop is the plain join it always ran (pure)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from shared_core.recall.arms import ArmQuery
 from shared_core.recall.arms.temporal import DatedHit, _spread, temporal_hop_statement
 from shared_core.recall.filters import compile_filter
 from shared_core.recall.settings import RecallSettings
+from shared_core.schema import load_migrations
 from shared_core.storage.dimensions import Dimension
 from shared_core.types import TimeWindow
 from tests.fakes import statement_text
@@ -59,6 +61,8 @@ def test_the_hop_statement_has_both_forms() -> None:
 
 
 def test_a_filtered_recall_hops_through_the_fence_an_unfiltered_one_does_not() -> None:
-    assert PLAIN in _first_hop(_query(None))
+    assert "FROM recall_temporal_spread(" in _first_hop(_query(None))
+    spread = next(m.text for m in load_migrations() if m.name == "recall_temporal_spread")
+    assert PLAIN in spread and FENCED not in spread
     assert FENCED in _first_hop(_query({"user": "user-017"}))
     assert FENCED in _first_hop(_query(None, tags=("travel",)))

@@ -87,6 +87,26 @@ def _semantic(query: Query, rows: list[dict[str, Any]] | BaseException) -> Any:
     return [{**{k: STORED[r["id"]][k] for k in columns}, "similarity": r["score"]} for r in rows]
 
 
+def _spread_rows(query: Query, hops: list[dict[str, Any]] | BaseException) -> Any:
+    """The recorded hop rows as the one-call spread (migration 0026) returns them, one hop
+    deep: each link from an entry point scored entry x weight x boost x decay, as the function
+    scores it (the spread's arithmetic itself is tested against the hops in
+    tests/integration/test_temporal_spread.py)."""
+    if isinstance(hops, BaseException):
+        return hops
+    p: dict[str, Any] = query.params  # type: ignore[assignment]
+    score = dict(zip(p["entries"], p["scores"], strict=True))
+    rows = []
+    for h in hops:
+        if h["from_id"] in score:
+            boost = 1.0 if h["link_type"] == "temporal" else p["causal_boost"]
+            propagated = score[h["from_id"]] * h["weight"] * boost * p["decay"]
+            if propagated > p["min_score"]:
+                dates = ("similarity", "occurred_start", "occurred_end", "mentioned_at", "date_grain")
+                rows.append({"id": h["id"], "propagated": propagated, **{k: h[k] for k in dates}})
+    return rows
+
+
 def _answer(arms: dict[str, list[dict[str, Any]] | BaseException]):  # type: ignore[no-untyped-def]
     """Rows per arm, recognised by their SQL; hydration from STORED."""
 
@@ -98,6 +118,8 @@ def _answer(arms: dict[str, list[dict[str, Any]] | BaseException]):  # type: ign
             return arms.get("keyword", [])
         if "unnest(%(frontier)" in text:  # sent as %s or %b
             return arms.get("temporal_hop", [])
+        if "FROM recall_temporal_spread(" in text:
+            return _spread_rows(query, arms.get("temporal_hop", []))
         if "mentioned_at BETWEEN" in text:
             return arms.get("temporal", [])
         if '"embedding"::vector(384)) <=>' in text:
@@ -429,10 +451,10 @@ def test_temporal_arm_runs_with_a_window_and_spreads_along_links() -> None:
 
 def test_the_graph_statement_runs_while_the_temporal_arm_spreads() -> None:
     """The graph arm needs the semantic and keyword hits only: its statement goes out once they
-    are in, before the temporal arm's hops, and is collected after them; the results are those
-    of the rounds run one after the other. The hops run meanwhile each on a pooled connection
-    of its own (a Concurrently of one), never on the plan's, which would be held while the
-    graph statement waits for a pooled one."""
+    are in, before the temporal arm's spread, and is collected after it; the results are those
+    of the rounds run one after the other. The spread (one call, migration 0026) runs meanwhile
+    on a pooled connection of its own (a Concurrently of one), never on the plan's, which would
+    be held while the graph statement waits for a pooled one."""
     window = TimeWindow(start=dt.datetime(2024, 5, 1), end=dt.datetime(2024, 5, 31))
     entry, hop = _dated_entry_and_hop()
     arms = {
@@ -453,7 +475,7 @@ def test_the_graph_statement_runs_while_the_temporal_arm_spreads() -> None:
         for i, op in enumerate(ops)
         if isinstance(op, Concurrently)
         and len(op.queries) == 1
-        and "unnest(%(frontier)" in statement_text(op.queries[0])
+        and "FROM recall_temporal_spread(" in statement_text(op.queries[0])
     ]
     collect = next(i for i, op in enumerate(ops) if isinstance(op, Collect) and i > launch)
     assert hops and launch < hops[0] and hops[-1] < collect

@@ -134,7 +134,10 @@ def _first_hop(q: ArmQuery) -> Query:
         mentioned_at=None,
         date_grain="day",
     )
-    hop = next(temporal_arm._spread(q, [entry], window, 10))
+    best = {entry.id: temporal_arm.temporal_proximity(entry.date, window)}
+    # The hops an unfiltered recall runs in one call (migration 0026) are still the statement
+    # of a 4,001-d one (halfvec, the loop); the statement is the same for every dimension.
+    hop = next(temporal_arm._spread_by_hops(q, best))
     assert isinstance(hop, Query)
     return hop
 

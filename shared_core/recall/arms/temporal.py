@@ -473,10 +473,49 @@ class _HopRow:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _Reached:
-    """A memory the spread reached: the hop that reached it best, and the score it carried."""
+    """A memory the spread reached, and the best score it carried."""
 
-    hop: _HopRow
+    hit: DatedHit
     propagated: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _SpreadRow:
+    """One row of :data:`_SPREAD` (``recall_temporal_spread``, migration 0026): a memory the
+    spread reached, its best score, its similarity to the query and its dates."""
+
+    id: str
+    propagated: float
+    similarity: float
+    occurred_start: _dt.datetime | None
+    occurred_end: _dt.datetime | None
+    mentioned_at: _dt.datetime | None
+    date_grain: DateGrain | None
+
+    @property
+    def reached(self) -> _Reached:
+        hit = DatedHit(
+            id=self.id,
+            similarity=float(self.similarity),
+            occurred_start=self.occurred_start,
+            occurred_end=self.occurred_end,
+            mentioned_at=self.mentioned_at,
+            date_grain=self.date_grain,
+        )
+        return _Reached(hit=hit, propagated=float(self.propagated))
+
+
+# An unfiltered recall's whole spread in one call (migration 0026): the loop of _spread on the
+# server, the same statement per hop and the same arithmetic in the same order (see the
+# migration), instead of one round trip per hop on a dated question's critical path. Filtered
+# recalls keep the loop (their hop statement reads each link's memory behind a fence, and
+# their filters are the arms' composed SQL), and so do dimensions indexed as halfvec (the
+# function compares full-precision vectors, as the vector(d) cast does).
+_SPREAD = """
+SELECT id, propagated, similarity, occurred_start, occurred_end, mentioned_at, date_grain
+FROM recall_temporal_spread(%(bank)s, %(qvec)s, %(dims)s, %(types)s::text[], %(entries)b::uuid[],
+                            %(scores)s::float8[], %(depth)s, %(fanout)s, %(frontier_max)s,
+                            %(temporal_min)s, %(decay)s, %(causal_boost)s, %(min_score)s)"""
 
 
 def _dated(hit: DatedHit) -> DatedHit:
@@ -494,7 +533,7 @@ def _temporal_hits(
         own = temporal_proximity(e.date, window)
         hits[e.id] = (own, e.similarity, own)
     for reached in neighbours:
-        hit = reached.hop.hit
+        hit = reached.hit
         own = temporal_proximity(hit.date, window) if hit.date else _NEIGHBOUR_NO_DATE_PROXIMITY
         # Spread evidence ranks the neighbour, but its proximity (and so its boost) is its own.
         score = max(own, float(reached.propagated))
@@ -507,19 +546,56 @@ def _temporal_hits(
 def _spread(
     q: ArmQuery, entries: Sequence[DatedHit], window: TimeWindow, budget: int
 ) -> Plan[list[_Reached]]:
-    """Breadth-first spreading from the entry points, one statement per hop.
+    """Breadth-first spreading from the entry points: the best ``budget`` memories reached
+    (entry points left out), best first.
 
     score(neighbour) = score(parent) x link weight x (2 for causal links) x decay; a node keeps
     its best score, and the next frontier is the best ``_TEMPORAL_FRONTIER`` new nodes still
-    above ``_TEMPORAL_MIN_SCORE``.
+    above ``_TEMPORAL_MIN_SCORE``. Unfiltered, in one call (:func:`_spread_in_one_call`);
+    filtered, one statement per hop (:func:`_spread_by_hops`).
     """
+    best = {e.id: temporal_proximity(e.date, window) for e in entries}
+    one_call = not q.filtered and q.dimension.kind == "vector"
+    reached = yield from (_spread_in_one_call(q, best) if one_call else _spread_by_hops(q, best))
+    entry_ids = {e.id for e in entries}
+    neighbours = [r for i, r in reached.items() if i not in entry_ids]
+    neighbours.sort(key=lambda r: (-r.propagated, r.hit.id))
+    return neighbours[:budget]
+
+
+def _spread_in_one_call(q: ArmQuery, best: dict[str, float]) -> Plan[dict[str, _Reached]]:
+    """The spread from the entry points ``best`` (id -> score) by ``recall_temporal_spread``
+    (migration 0026): every memory reached, by id, with its best score."""
+    settings = q.settings
+    rows: list[_SpreadRow] = yield Query(
+        _SPREAD,
+        q.params(
+            dims=q.dimension.size,
+            entries=list(best),
+            scores=list(best.values()),
+            depth=_TEMPORAL_MAX_DEPTH,
+            fanout=_TEMPORAL_FANOUT,
+            frontier_max=_TEMPORAL_FRONTIER,
+            temporal_min=settings.temporal_min_similarity,
+            decay=settings.temporal_decay,
+            causal_boost=_CAUSAL_BOOST,
+            min_score=_TEMPORAL_MIN_SCORE,
+        ),
+        row_type=_SpreadRow,
+        binary=True,
+    )
+    return {r.id: r.reached for r in rows}
+
+
+def _spread_by_hops(q: ArmQuery, best: dict[str, float]) -> Plan[dict[str, _Reached]]:
+    """The spread from the entry points ``best`` (id -> score; updated), one statement per hop:
+    every memory reached, by id, with its best score."""
     settings = q.settings
     statement = (
         _unfiltered_hop_statement(q.dimension)
         if not q.filtered
         else temporal_hop_statement(q.where_sql, q.dimension, filtered=True, types=type_clause(q))
     )
-    best: dict[str, float] = {e.id: temporal_proximity(e.date, window) for e in entries}
     reached: dict[str, _Reached] = {}
     frontier = list(best)
     for _ in range(_TEMPORAL_MAX_DEPTH):
@@ -544,12 +620,9 @@ def _spread(
                 continue
             best[row.id] = score
             grown[row.id] = score
-            reached[row.id] = _Reached(hop=row, propagated=score)
+            reached[row.id] = _Reached(hit=row.hit, propagated=score)
         frontier = sorted(grown, key=lambda i: -grown[i])[:_TEMPORAL_FRONTIER]
-    entry_ids = {e.id for e in entries}
-    neighbours = [r for i, r in reached.items() if i not in entry_ids]
-    neighbours.sort(key=lambda r: (-r.propagated, r.hop.id))
-    return neighbours[:budget]
+    return reached
 
 
 def _exact_filter(q: ArmQuery) -> bool:
