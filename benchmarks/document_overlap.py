@@ -41,10 +41,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--megabytes", type=float, default=1.0)
     p.add_argument("--rounds", type=int, default=2)
+    p.add_argument(
+        "--overlap-torch-threads",
+        type=int,
+        default=None,
+        help="torch's intra-op threads while the extraction process runs (default: unchanged, "
+        "torch's own one per core); the other variants keep torch's default",
+    )
+    p.add_argument(
+        "--split-processes",
+        type=int,
+        default=0,
+        help="also time embedding first, then the extraction in this many worker processes (0: not timed)",
+    )
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args(argv)
 
     from types import SimpleNamespace
+
+    import torch
 
     from shared_core.config import EngineConfig
     from shared_core.extraction.processes import ExtractionProcesses, RawResult, raw_extract
@@ -80,16 +95,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         with ExtractionProcesses(processes=1, entity_extractor=extractor, date_parser=parser) as w:
             thread = threading.Thread(target=lambda: out.update(r=w.run(texts, dated)))
             thread.start()  # the thread waits on the pipe: the GIL is this process's embedding's
-            embed(ctx, texts, RetainProgress(False))  # type: ignore[arg-type]
+            threads = torch.get_num_threads()
+            if args.overlap_torch_threads is not None:
+                torch.set_num_threads(args.overlap_torch_threads)
+            try:
+                embed(ctx, texts, RetainProgress(False))  # type: ignore[arg-type]
+            finally:
+                torch.set_num_threads(threads)
             thread.join()
         result: RawResult = out["r"]
         return result
+
+    def split() -> RawResult:
+        embed(ctx, texts, RetainProgress(False))  # type: ignore[arg-type]
+        with ExtractionProcesses(
+            processes=args.split_processes, entity_extractor=extractor, date_parser=parser
+        ) as w:
+            return w.run(texts, dated)
 
     rounds: list[dict[str, Any]] = []
     results = {}
     for r in range(args.rounds):
         row: dict[str, Any] = {"round": r + 1, "load_start": _load()}
         variants = [("serial", serial), ("extraction_in_a_process", overlapped)]
+        if args.split_processes:
+            variants.append((f"extraction_in_{args.split_processes}_processes_after", split))
         for name, fn in variants if r % 2 == 0 else variants[::-1]:
             t0 = time.perf_counter()
             results[name] = fn()
@@ -100,10 +130,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         row["load_end"] = _load()
         rounds.append(row)
         print(row, flush=True)
-    same = results["serial"] == results["extraction_in_a_process"]
+    same = all(r == results["serial"] for r in results.values())
     print(f"{len(units)} units; same entities and windows: {same}")
     if args.out:
-        write_json(args.out, {"units": len(units), "same_results": same, "rounds": rounds})
+        write_json(
+            args.out,
+            {
+                "units": len(units),
+                "same_results": same,
+                "overlap_torch_threads": args.overlap_torch_threads,
+                "rounds": rounds,
+            },
+        )
     return 0 if same else 1
 
 

@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/retain.py --quick                  # 1k, mode b only
     .venv/bin/python benchmarks/retain.py --document-mb 1 --out docs/benchmarks/retain_document.json
     .venv/bin/python benchmarks/retain.py --document-mb 0.25 --torch-threads 2 1 2 1   # torch threads A/B
+    .venv/bin/python benchmarks/retain.py --document-mb 1 --document-processes 2   # retain_bulk, 2 workers
     .venv/bin/python benchmarks/retain.py --sizes 3000 --modes b-bulk b-bulk-2p b-precomputed
 
 Beside ours, in the same run on the same server: the plain pgvector load of the same vectors
@@ -42,7 +43,9 @@ deterministic English paragraphs about people, places, organisations and dates, 
 a dataset) retained as one item with a ``document_id``, default ``EngineConfig``, the engine
 embedding its units; timed end to end with each stage of the CPU preparation timed on its own
 (split into units, conversation context, embedding, dates + entities) and the rest (links and
-SQL, one transaction) as the remainder.
+SQL, one transaction) as the remainder. With ``--document-processes N`` the document goes
+through ``retain_bulk(..., processes=N)`` instead (one batch: the same units and rows, the
+extraction in N worker processes after the embedding).
 """
 
 from __future__ import annotations
@@ -342,11 +345,15 @@ def prose_document(n_bytes: int, seed: int = 0) -> str:
     return "\n\n".join(paragraphs)
 
 
-def document_worker(megabytes: float, dsn: str, *, torch_threads: int | None = None) -> dict[str, Any]:
+def document_worker(
+    megabytes: float, dsn: str, *, torch_threads: int | None = None, processes: int = 0
+) -> dict[str, Any]:
     """Retain one generated document, the engine embedding it; time each CPU stage.
 
     ``torch_threads`` sets torch's intra-op threads for the process (``torch.set_num_threads``;
-    ``None`` keeps torch's default, one per core)."""
+    ``None`` keeps torch's default, one per core). ``processes`` > 0 retains it with
+    ``retain_bulk(..., processes=processes)`` instead of ``retain``: the same rows, the entity
+    and date extraction spread over that many worker processes (their start-up included)."""
     import torch
 
     import shared_core.retain.flow as flow
@@ -373,9 +380,17 @@ def document_worker(megabytes: float, dsn: str, *, torch_threads: int | None = N
         )
         timings.clear()
         started = time.perf_counter()
-        ids = engine.retain(
-            [MemoryItem(text=text)], bank="retain-document", document_id="doc-1", progress=False
-        )
+        if processes:
+            ids = engine.retain_bulk(
+                [MemoryItem(text=text, document_id="doc-1")],
+                bank="retain-document",
+                progress=False,
+                processes=processes,
+            )
+        else:
+            ids = engine.retain(
+                [MemoryItem(text=text)], bank="retain-document", document_id="doc-1", progress=False
+            )
         seconds = time.perf_counter() - started
         stats = engine.stats("retain-document")
     seconds_of = {k: sum(v) / 1e3 for k, v in timings.items()}
@@ -383,6 +398,7 @@ def document_worker(megabytes: float, dsn: str, *, torch_threads: int | None = N
     return {
         "mode": "document",
         "torch_threads": torch.get_num_threads(),
+        "extraction_processes": processes,
         "loadavg": {"start": load_start, "end": [round(x, 2) for x in os.getloadavg()]},
         "bytes": len(text.encode()),
         "units": len(ids),
@@ -412,6 +428,7 @@ def run_worker(
         str(args.batch),
         *(["--document-mb", str(args.document_mb)] if args.document_mb is not None else []),
         *(["--torch-threads", str(torch_threads)] if torch_threads is not None else []),
+        *(["--document-processes", str(args.document_processes)] if args.document_processes else []),
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
@@ -500,7 +517,8 @@ def markdown(report: dict[str, Any]) -> str:
             continue
         lines.append("")
         lines.append(
-            f"One {doc['bytes']:,}-byte document (torch threads {doc.get('torch_threads')}): "
+            f"One {doc['bytes']:,}-byte document (torch threads {doc.get('torch_threads')}, "
+            f"extraction processes {doc.get('extraction_processes', 0)}): "
             f"{doc['units']:,} units in {doc['seconds']} s; "
             + ", ".join(f"{k} {v}" for k, v in doc["stages_s"].items())
             + (
@@ -529,6 +547,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="document runs, one per value, in this order, each with torch's intra-op threads set "
         "to it (default: one run with torch's default)",
     )
+    p.add_argument(
+        "--document-processes",
+        type=int,
+        default=0,
+        help="document runs: retain it with retain_bulk and this many extraction worker "
+        "processes (default 0: retain, extraction in the calling process)",
+    )
     p.add_argument("--batch", type=int, default=1000, help="memories per retain call")
     p.add_argument("--data", type=Path, default=DEFAULT_DATA_PATH)
     p.add_argument("--out", type=Path, default=None)
@@ -542,7 +567,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.worker == "document":
         threads = args.torch_threads[0] if args.torch_threads else None
-        print(json.dumps(document_worker(args.document_mb, args.dsn, torch_threads=threads)))
+        print(
+            json.dumps(
+                document_worker(
+                    args.document_mb, args.dsn, torch_threads=threads, processes=args.document_processes
+                )
+            )
+        )
         return 0
     if args.worker:
         print(json.dumps(worker(args.worker, args.n, args.data, args.dsn, args.batch)))

@@ -179,3 +179,57 @@ def test_bulk_retain_and_a_dropped_bank_keep_the_keyword_postings_exact(
         conn.execute("DELETE FROM banks WHERE bank_id = %(bank)s", {"bank": bank})
         count = conn.execute("SELECT count(*) FROM memory_postings WHERE bank_id = %(bank)s", {"bank": bank})
         assert count.fetchone() == (0,)
+
+
+DOCUMENT_UNITS = """
+SELECT u.text, u.embedding::text AS embedding, u.occurred_start, u.occurred_end, u.date_grain,
+       u.document_id, u.index_context, u.search_vector::text AS search_vector,
+       coalesce((SELECT array_agg(e.canonical_name ORDER BY e.canonical_name)
+                 FROM unit_entities ue JOIN entities e ON e.bank_id = ue.bank_id AND e.id = ue.entity_id
+                 WHERE ue.bank_id = u.bank_id AND ue.unit_id = u.id), '{}') AS entities,
+       u.id::text AS id
+FROM memory_units u WHERE u.bank_id = %(bank)s ORDER BY u.id"""
+
+
+def _document() -> str:
+    """About 1,000 tokens of prose with names, places and dates: several sentence windows."""
+    people = ["Amara Okafor", "Jon Reyes", "Gina Park", "Caroline Diaz", "Melanie Stone"]
+    places = ["Lisbon", "Denver", "Boston", "Nairobi", "Osaka"]
+    months = ["March", "June", "September", "December", "January"]
+    sentences = [
+        f"In {months[i % 5]} {2011 + i}, {people[i % 5]} moved to {places[(i + 2) % 5]} to work for "
+        f"Northwind Labs. Two weeks later {people[(i + 1) % 5]} visited, and they met again on the "
+        f"{i % 27 + 1}th of {months[(i + 3) % 5]}."
+        for i in range(24)
+    ]
+    return " ".join(sentences)
+
+
+def _document_snapshot(engine: MemoryEngine, bank: str) -> tuple[list[dict[str, Any]], set[tuple[Any, ...]]]:
+    with psycopg.connect(engine.dsn) as conn:
+        cur = conn.cursor(row_factory=psycopg.rows.dict_row)
+        units = cur.execute(DOCUMENT_UNITS, {"bank": bank}).fetchall()
+        position = {u.pop("id"): i for i, u in enumerate(units)}  # uuid7: in document order
+        links = {
+            (position[r["from_id"]], position[r["to_id"]], r["link_type"], r["weight"])
+            for r in cur.execute(LINKS, {"bank": bank}).fetchall()
+        }
+    return units, links
+
+
+def test_a_document_through_extraction_processes_stores_what_retain_stores(
+    engine: MemoryEngine, bank: str
+) -> None:
+    # The 1 MB document's measured alternative (docs/benchmarks/doc20_document.md): the same
+    # item through retain_bulk with its extraction in worker processes.
+    text = _document()
+    retained = f"{bank}-retain"
+    engine.retain([MemoryItem(text=text, mentioned_at=T0)], bank=retained, document_id="d", progress=False)
+    engine.retain_bulk(
+        [MemoryItem(text=text, mentioned_at=T0, document_id="d")], bank=bank, progress=False, processes=2
+    )
+    units, links = _document_snapshot(engine, bank)
+    expected_units, expected_links = _document_snapshot(engine, retained)
+    assert len(units) >= 4  # split into sentence windows
+    assert units == expected_units and links == expected_links
+    assert all(u["occurred_start"] is not None for u in units) and all(u["entities"] for u in units)
