@@ -49,6 +49,17 @@ def engine(pg_data_dir: Path) -> Iterator[MemoryEngine]:
     eng.close()
 
 
+@pytest.fixture(scope="module")
+def qeng(engine: MemoryEngine) -> Iterator[MemoryEngine]:
+    """An engine on the same database whose query vector is ``e0`` (tests.fakes)."""
+    from tests.fakes import FixedQueryEmbedder
+
+    engine.stats("warm-up")  # bootstrap the schema with the real (384-d) embedder first
+    eng = MemoryEngine(engine.dsn, embedder=FixedQueryEmbedder())
+    yield eng
+    eng.close()
+
+
 @pytest.fixture
 def bank() -> str:
     return f"test-{uuid.uuid4().hex[:12]}"

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import uuid
-from collections.abc import Iterator
 
 import psycopg
 import pytest
@@ -22,15 +21,6 @@ from tests.fakes import FixedQueryEmbedder
 from tests.fakes import unit_vector as vec
 
 UTC = dt.UTC
-
-
-@pytest.fixture(scope="module")
-def qeng(engine: MemoryEngine) -> Iterator[MemoryEngine]:
-    """An engine on the same database whose query vector is ``e0``."""
-    engine.stats("warm-up")  # bootstrap the schema with the real (384-d) embedder first
-    eng = MemoryEngine(engine.dsn, embedder=FixedQueryEmbedder())
-    yield eng
-    eng.close()
 
 
 def _bank(prefix: str) -> str:

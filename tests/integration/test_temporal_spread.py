@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
-from collections.abc import Iterator
 
 import numpy as np
 import psycopg
-import pytest
 
 from shared_core import MemoryEngine, MemoryItem
 from shared_core.recall.arms import ArmQuery
@@ -25,18 +23,9 @@ from shared_core.recall.arms.temporal import (
 )
 from shared_core.recall.filters import compile_filter
 from shared_core.recall.settings import RecallSettings
-from tests.fakes import FixedQueryEmbedder
 from tests.fakes import unit_vector as vec
 
 START = dt.datetime(2024, 3, 1, tzinfo=dt.UTC)
-
-
-@pytest.fixture(scope="module")
-def qeng(engine: MemoryEngine) -> Iterator[MemoryEngine]:
-    engine.stats("warm-up")  # the schema bootstrapped with the real (384-d) embedder first
-    eng = MemoryEngine(engine.dsn, embedder=FixedQueryEmbedder())
-    yield eng
-    eng.close()
 
 
 def _query(engine: MemoryEngine, bank: str) -> ArmQuery:

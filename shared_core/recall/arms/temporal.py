@@ -445,6 +445,18 @@ def select_entry_points(
     return chosen
 
 
+def _hit_of(row: _HopRow | _SpreadRow) -> DatedHit:
+    """The dated memory of a spread's row (its similarity may come as numeric: read as float)."""
+    return DatedHit(
+        id=row.id,
+        similarity=float(row.similarity),
+        occurred_start=row.occurred_start,
+        occurred_end=row.occurred_end,
+        mentioned_at=row.mentioned_at,
+        date_grain=row.date_grain,
+    )
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _HopRow:
     """One row of :func:`temporal_hop_statement`: a link from ``from_id`` to the dated ``id``."""
@@ -461,14 +473,7 @@ class _HopRow:
 
     @property
     def hit(self) -> DatedHit:
-        return DatedHit(
-            id=self.id,
-            similarity=float(self.similarity),
-            occurred_start=self.occurred_start,
-            occurred_end=self.occurred_end,
-            mentioned_at=self.mentioned_at,
-            date_grain=self.date_grain,
-        )
+        return _hit_of(self)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -494,15 +499,7 @@ class _SpreadRow:
 
     @property
     def reached(self) -> _Reached:
-        hit = DatedHit(
-            id=self.id,
-            similarity=float(self.similarity),
-            occurred_start=self.occurred_start,
-            occurred_end=self.occurred_end,
-            mentioned_at=self.mentioned_at,
-            date_grain=self.date_grain,
-        )
-        return _Reached(hit=hit, propagated=float(self.propagated))
+        return _Reached(hit=_hit_of(self), propagated=float(self.propagated))
 
 
 # An unfiltered recall's whole spread in one call (migration 0026): the loop of _spread on the
