@@ -172,15 +172,17 @@ class _NotedConnection(psycopg.Connection[Any]):
 
     @classmethod
     def connect(cls, conninfo: str = "", **kwargs: Any) -> Self:
-        try:
-            return super().connect(conninfo, **kwargs)
-        except Exception as exc:
-            cls.failed(exc)
-            # Nothing was sent on a connection that never opened: once the server runs again,
-            # the call waiting for it goes on as if nothing had happened, writes included.
-            if cls.revive is None or not cls.revive():
-                raise
-        return super().connect(conninfo, **kwargs)
+        # Nothing was sent on a connection that never opened: once the server runs again, the
+        # call waiting for it goes on as if nothing had happened, writes included. Each failed
+        # attempt is noted, the retry's too (the outage's time and reason are the last ones).
+        for retry in (False, True):
+            try:
+                return super().connect(conninfo, **kwargs)
+            except Exception as exc:
+                cls.failed(exc)
+                if retry or cls.revive is None or not cls.revive():
+                    raise
+        raise AssertionError("unreachable: the retry returns or raises")
 
 
 class _NotedAsyncConnection(psycopg.AsyncConnection[Any]):
@@ -192,14 +194,15 @@ class _NotedAsyncConnection(psycopg.AsyncConnection[Any]):
 
     @classmethod
     async def connect(cls, conninfo: str = "", **kwargs: Any) -> Self:
-        try:
-            return await super().connect(conninfo, **kwargs)
-        except Exception as exc:
-            cls.failed(exc)
-            # Starting a server blocks for a few hundred ms: not on the event loop.
-            if cls.revive is None or not await asyncio.to_thread(cls.revive):
-                raise
-        return await super().connect(conninfo, **kwargs)
+        for retry in (False, True):
+            try:
+                return await super().connect(conninfo, **kwargs)
+            except Exception as exc:
+                cls.failed(exc)
+                # Starting a server blocks for a few hundred ms: not on the event loop.
+                if retry or cls.revive is None or not await asyncio.to_thread(cls.revive):
+                    raise
+        raise AssertionError("unreachable: the retry returns or raises")
 
 
 async def _close_soon(
