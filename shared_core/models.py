@@ -14,6 +14,7 @@ from typing import TypeVar
 
 from shared_core.embedding import default_embedder
 from shared_core.protocols import DateParser, Embedder, EntityExtractor, TokenCounter
+from shared_core.quiet import without_tqdm_monitor
 from shared_core.tokens import default_token_counter
 
 __all__ = ["Models"]
@@ -57,7 +58,7 @@ class Models:
         if self._embedder is None:
             with self._lock:
                 if self._embedder is None:
-                    _without_tqdm_monitor()
+                    without_tqdm_monitor()
                     default = default_embedder()
                     # Its model loads on first use: freezing now would leave torch and the
                     # model (~350k objects) to every full collection, 150-200 ms each, about
@@ -132,21 +133,6 @@ class Models:
             if value is not None
         ]
         return f"<Models loaded: {', '.join(loaded) or 'none'}>"
-
-
-def _without_tqdm_monitor() -> None:
-    """Keep tqdm from starting its ``tqdm_monitor`` threads, which live as long as the process.
-
-    Loading the embedding model draws progress bars, and tqdm's first bar of each class starts
-    a monitor thread; a library must not leave threads behind. ``monitor_interval = 0`` is
-    tqdm's switch for it (the monitor only corrects the refresh rate of bars whose iterations
-    suddenly slow down); the engine's own progress bars go through the same class.
-    """
-    try:
-        from tqdm import tqdm
-    except ImportError:  # pragma: no cover - a dependency
-        return
-    tqdm.monitor_interval = 0
 
 
 def _load_date_parser() -> DateParser:

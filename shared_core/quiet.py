@@ -25,11 +25,33 @@ import contextlib
 import logging
 from collections.abc import Iterator
 
-__all__ = ["OwnConnectionFilter", "PoolShutdownFilter", "install_pool_filter", "quiet_model_loading"]
+__all__ = [
+    "OwnConnectionFilter",
+    "PoolShutdownFilter",
+    "install_pool_filter",
+    "quiet_model_loading",
+    "without_tqdm_monitor",
+]
 
 _POOL_LOGGER = "psycopg.pool"
 _DRIVER_LOGGER = "psycopg"
 _OUR_POOLS = ("hindsight",)
+
+
+def without_tqdm_monitor() -> None:
+    """Keep tqdm from starting its ``tqdm_monitor`` threads, which live as long as the process.
+
+    tqdm's first bar of each class starts a monitor thread (loading the embedding model draws
+    bars, and so does a retain with ``progress``); a library must not leave threads behind.
+    ``monitor_interval = 0`` is tqdm's switch for it (the monitor only corrects the refresh
+    rate of bars whose iterations suddenly slow down). Called before each of those bars, since
+    either can come first (an engine with its own embeddings never loads the model).
+    """
+    try:
+        from tqdm import tqdm
+    except ImportError:  # pragma: no cover - a dependency
+        return
+    tqdm.monitor_interval = 0
 
 
 @contextlib.contextmanager

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from shared_core.quiet import without_tqdm_monitor
+
 __all__ = ["DEFAULT_PROGRESS_DELAY_S", "RetainProgress"]
 
 #: Retains shorter than this stay silent (tqdm's ``delay``) unless ``progress=True``.
@@ -29,6 +31,7 @@ class RetainProgress:
             return
         from tqdm.auto import tqdm
 
+        without_tqdm_monitor()
         self._memories = memories
         self._bar = tqdm(
             total=memories * _STAGES,

@@ -611,3 +611,31 @@ def test_time_weighted_mistakes_raise_typed_errors(engine: MemoryEngine, bank: s
     retriever = TimeWeightedHindsightRetriever(engine=engine, bank=bank)
     with pytest.raises(InvalidQueryError, match="string"):
         retriever.invoke(None)  # type: ignore[arg-type]
+
+
+_MONITOR_SCRIPT = textwrap.dedent("""
+    import sys, threading
+    from shared_core import MemoryEngine
+
+    def embeddings(text):
+        return [float(len(text)), 1.0, 0.5, 0.25]
+
+    with MemoryEngine(sys.argv[1], embeddings=embeddings) as engine:
+        engine.retain([f"Hal note {i}." for i in range(3)], bank="tqdm-own", progress=True)
+    print([t.name for t in threading.enumerate() if type(t).__name__ == "TMonitor"])
+""")
+
+
+def test_a_progress_bar_with_your_own_embeddings_leaves_no_thread(
+    engine: MemoryEngine, tmp_path: Any
+) -> None:
+    """tqdm starts a monitor thread that lives as long as the process with a class's first
+    bar; the engine turns it off, also when the default embedding model never loads."""
+    script = tmp_path / "monitor.py"
+    script.write_text(_MONITOR_SCRIPT)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    out = subprocess.run(
+        [sys.executable, str(script), engine.dsn], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "[]"
